@@ -1,0 +1,61 @@
+#pragma once
+// The contract a backend fulfils: storage plus the kernels the nn layer needs. Each kernel is a
+// concept of its own, so a backend missing one fails with one readable error naming it.
+//
+// Kernels take fully dynamic views (MatrixView, VectorView, Tensor3View), so each backend
+// instantiates each kernel once; the static shape checks happen one level up, in ops/.
+// All kernels allow the output to alias an input of the same shape (in-place use).
+#include <concepts>  // std::same_as
+
+#include <tessera/core/concepts.hpp>     // StorageBackend
+#include <tessera/core/tensor_view.hpp>  // MatrixView, VectorView, Tensor3View
+
+namespace tessera {
+
+// C(M,N) = A(M,K) · W(N,K)ᵀ + bias(N). W is [out, in]; bias may be empty.
+template <class B>
+concept HasGemm = requires(B& b, MatrixView<const float, B> a, MatrixView<const float, B> w,
+                           VectorView<const float, B> bias, MatrixView<float, B> c) { b.gemm(a, w, bias, c); };
+
+// y(N) = W(N,K) · x(K) + bias(N); bias may be empty.
+template <class B>
+concept HasGemv = requires(B& b, MatrixView<const float, B> w, VectorView<const float, B> x,
+                           VectorView<const float, B> bias, VectorView<float, B> y) { b.gemv(w, x, bias, y); };
+
+// out = a + b, element-wise.
+template <class B>
+concept HasAdd = requires(B& b, VectorView<const float, B> x, VectorView<float, B> out) { b.add(x, x, out); };
+
+// Each row of x(T,C) normalised to zero mean and unit variance, then scaled and shifted.
+template <class B>
+concept HasLayerNorm = requires(B& b, MatrixView<const float, B> x, VectorView<const float, B> gamma,
+                                VectorView<const float, B> beta, float eps, MatrixView<float, B> out) {
+    b.layer_norm(x, gamma, beta, eps, out);
+};
+
+// GELU in GPT-2's tanh form: 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))).
+template <class B>
+concept HasGelu = requires(B& b, VectorView<const float, B> x, VectorView<float, B> out) { b.gelu(x, out); };
+
+// Numerically stable softmax of each row, in place.
+template <class B>
+concept HasSoftmax = requires(B& b, MatrixView<float, B> x) { b.softmax_rows(x); };
+
+// Causal attention over heads: q(Tq,H,D), k and v (Tk,H,D), Tq <= Tk; query i sits at
+// position Tk - Tq + i and sees keys 0..that position; scores are scaled by 1/√D.
+template <class B>
+concept HasCausalAttention = requires(B& b, Tensor3View<const float, B> q, Tensor3View<const float, B> kv,
+                                      Tensor3View<float, B> out) { b.causal_attention(q, kv, kv, out); };
+
+// Copies between host memory and the backend's memory.
+template <class B>
+concept HasTransfers = requires(const float* src, float* dst, std::size_t n) {
+    B::upload(src, dst, n);
+    B::download(src, dst, n);
+};
+
+template <class B>
+concept Backend = StorageBackend<B> && HasTransfers<B> && HasGemm<B> && HasGemv<B> && HasAdd<B> && HasLayerNorm<B> &&
+                  HasGelu<B> && HasSoftmax<B> && HasCausalAttention<B>;
+
+}  // namespace tessera

@@ -1,0 +1,87 @@
+#pragma once
+// Cpu: the host backend. Aligned heap buffers, Eigen for the arithmetic, a thread pool for
+// the cores. An instance owns the threads (and per-thread scratch); Tensors only need the type.
+#include <algorithm>  // std::copy_n, std::max
+#include <cstddef>    // std::size_t
+#include <memory>     // std::unique_ptr
+#include <thread>     // std::thread::hardware_concurrency
+#include <vector>     // std::vector
+
+#include <tessera/backend/cpu/aligned_buffer.hpp>   // AlignedBuffer
+#include <tessera/backend/cpu/attention.hpp>        // causal_attention
+#include <tessera/backend/cpu/elementwise.hpp>      // add, gelu
+#include <tessera/backend/cpu/matrix_products.hpp>  // gemm, gemv
+#include <tessera/backend/cpu/normalization.hpp>    // layer_norm, softmax_rows
+#include <tessera/backend/cpu/thread_pool.hpp>      // ThreadPool
+#include <tessera/core/tensor_view.hpp>             // MatrixView, VectorView, Tensor3View
+
+namespace tessera {
+
+class Cpu {
+public:
+    static constexpr const char* name = "cpu";
+    static constexpr bool host_accessible = true;
+    template <class T>
+    using Buffer = cpu::AlignedBuffer<T>;
+
+    template <class T>
+    static void upload(const T* host, T* dst, std::size_t n) {
+        std::copy_n(host, n, dst);
+    }
+    template <class T>
+    static void download(const T* src, T* host, std::size_t n) {
+        std::copy_n(src, n, host);
+    }
+
+    static unsigned default_threads() noexcept { return std::max(1u, std::thread::hardware_concurrency()); }
+
+    explicit Cpu(unsigned threads = default_threads()) { set_threads(threads); }
+
+    unsigned threads() const noexcept { return pool_->size(); }
+    // Throws ArgumentError for 0.
+    void set_threads(unsigned threads) {
+        pool_ = std::make_unique<cpu::ThreadPool>(threads);
+        scratch_.resize(threads);
+    }
+    cpu::ThreadPool& pool() noexcept { return *pool_; }
+
+    // Kernels: shapes are checked by the ops/ layer before they arrive here.
+    void gemm(MatrixView<const float, Cpu> a, MatrixView<const float, Cpu> w, VectorView<const float, Cpu> bias,
+              MatrixView<float, Cpu> c) {
+        cpu::gemm(*pool_, a.data(), w.data(), bias_or_null(bias), c.data(), a.extent(0), w.extent(0), a.extent(1));
+    }
+    void gemv(MatrixView<const float, Cpu> w, VectorView<const float, Cpu> x, VectorView<const float, Cpu> bias,
+              VectorView<float, Cpu> y) {
+        cpu::gemv(*pool_, w.data(), x.data(), bias_or_null(bias), y.data(), w.extent(0), w.extent(1));
+    }
+    void add(VectorView<const float, Cpu> a, VectorView<const float, Cpu> b, VectorView<float, Cpu> out) {
+        cpu::add(*pool_, a.data(), b.data(), out.data(), out.size());
+    }
+    void layer_norm(MatrixView<const float, Cpu> x, VectorView<const float, Cpu> gamma, VectorView<const float, Cpu> beta,
+                    float eps, MatrixView<float, Cpu> out) {
+        cpu::layer_norm(*pool_, x.data(), gamma.data(), beta.data(), eps, out.data(), x.extent(0), x.extent(1));
+    }
+    void gelu(VectorView<const float, Cpu> x, VectorView<float, Cpu> out) {
+        cpu::gelu(*pool_, x.data(), out.data(), out.size());
+    }
+    void softmax_rows(MatrixView<float, Cpu> x) { cpu::softmax_rows(*pool_, x.data(), x.extent(0), x.extent(1)); }
+    void causal_attention(Tensor3View<const float, Cpu> q, Tensor3View<const float, Cpu> k,
+                          Tensor3View<const float, Cpu> v, Tensor3View<float, Cpu> out) {
+        const std::size_t tk = k.extent(0);
+        for (auto& row : scratch_) {
+            if (row.size() < tk) row.resize(tk);  // grows once; steady-state decoding allocates nothing
+        }
+        cpu::causal_attention(*pool_, scratch_, q.data(), k.data(), v.data(), out.data(), q.extent(0), tk, q.extent(1),
+                              q.extent(2));
+    }
+
+private:
+    static const float* bias_or_null(VectorView<const float, Cpu> bias) noexcept {
+        return bias.empty() ? nullptr : bias.data();
+    }
+
+    std::unique_ptr<cpu::ThreadPool> pool_;
+    std::vector<std::vector<float>> scratch_;  // one attention score row per thread
+};
+
+}  // namespace tessera

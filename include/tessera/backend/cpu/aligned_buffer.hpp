@@ -1,0 +1,49 @@
+#pragma once
+// Zero-initialised host memory aligned to 64 bytes (one cache line, one AVX-512 register).
+#include <algorithm>  // std::fill_n
+#include <cstddef>    // std::size_t
+#include <new>        // operator new, std::align_val_t
+#include <utility>    // std::exchange
+
+namespace tessera::cpu {
+
+template <class T>
+class AlignedBuffer {
+public:
+    static constexpr std::size_t alignment = 64;
+
+    AlignedBuffer() noexcept = default;
+    explicit AlignedBuffer(std::size_t n) : size_(n) {
+        if (n == 0) return;
+        data_ = static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t{alignment}));
+        std::fill_n(data_, n, T{});
+    }
+    AlignedBuffer(AlignedBuffer&& other) noexcept
+        : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+    AlignedBuffer& operator=(AlignedBuffer&& other) noexcept {
+        if (this != &other) {
+            release();
+            data_ = std::exchange(other.data_, nullptr);
+            size_ = std::exchange(other.size_, 0);
+        }
+        return *this;
+    }
+    AlignedBuffer(const AlignedBuffer&) = delete;
+    AlignedBuffer& operator=(const AlignedBuffer&) = delete;
+    ~AlignedBuffer() { release(); }
+
+    T* data() noexcept { return data_; }
+    const T* data() const noexcept { return data_; }
+    std::size_t size() const noexcept { return size_; }
+
+private:
+    void release() noexcept {
+        if (data_ != nullptr) ::operator delete(data_, std::align_val_t{alignment});
+        data_ = nullptr;
+    }
+
+    T* data_ = nullptr;
+    std::size_t size_ = 0;
+};
+
+}  // namespace tessera::cpu

@@ -1,0 +1,41 @@
+#pragma once
+// gemm and gemv on the host: Eigen does the arithmetic on one core, the thread pool splits the
+// output columns (weight rows) between cores, so each core streams its own share of W.
+
+#include <tessera/backend/cpu/eigen_maps.hpp>   // ConstMatrixMap, ...
+#include <tessera/backend/cpu/thread_pool.hpp>  // ThreadPool
+
+namespace tessera::cpu {
+
+// C(M,N) = A(M,K) · W(N,K)ᵀ + bias(N); bias may be null. C must not alias A or W.
+[[gnu::noinline]] inline void gemm(ThreadPool& pool, const float* a, const float* w, const float* bias, float* c, std::size_t m,
+                 std::size_t n, std::size_t k) {
+    const ConstMatrixMap A(a, static_cast<Eigen::Index>(m), static_cast<Eigen::Index>(k));
+    const ConstMatrixMap W(w, static_cast<Eigen::Index>(n), static_cast<Eigen::Index>(k));
+    MatrixMap C(c, static_cast<Eigen::Index>(m), static_cast<Eigen::Index>(n));
+    // 64 columns per chunk: a whole number of the micro-kernel's panels.
+    pool.parallel_for(n, 64, [&](std::size_t begin, std::size_t end) {
+        const auto cols = static_cast<Eigen::Index>(end - begin);
+        const auto first = static_cast<Eigen::Index>(begin);
+        auto block = C.middleCols(first, cols);
+        block.noalias() = A * W.middleRows(first, cols).transpose();
+        if (bias != nullptr) block.rowwise() += ConstVectorMap(bias + begin, cols).transpose();
+    });
+}
+
+// y(N) = W(N,K) · x(K) + bias(N); bias may be null. y must not alias x or W.
+[[gnu::noinline]] inline void gemv(ThreadPool& pool, const float* w, const float* x, const float* bias, float* y, std::size_t n,
+                 std::size_t k) {
+    const ConstMatrixMap W(w, static_cast<Eigen::Index>(n), static_cast<Eigen::Index>(k));
+    const ConstVectorMap X(x, static_cast<Eigen::Index>(k));
+    // 16 rows per chunk keeps the row-blocked inner kernel on full blocks.
+    pool.parallel_for(n, 16, [&](std::size_t begin, std::size_t end) {
+        const auto rows = static_cast<Eigen::Index>(end - begin);
+        const auto first = static_cast<Eigen::Index>(begin);
+        VectorMap Y(y + begin, rows);
+        Y.noalias() = W.middleRows(first, rows) * X;
+        if (bias != nullptr) Y += ConstVectorMap(bias + begin, rows);
+    });
+}
+
+}  // namespace tessera::cpu

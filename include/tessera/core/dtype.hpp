@@ -1,0 +1,108 @@
+#pragma once
+// Storage types narrower than float: bf16 (bfloat16) and f16 (IEEE binary16). They hold bits
+// only; arithmetic happens in float after an explicit widening. Conversions round to nearest,
+// ties to even, keep infinities, turn NaN into a quiet NaN, and handle f16 subnormals, on the
+// host and in CUDA device code alike (no dependency on cuda_fp16.h).
+#include <bit>      // std::bit_cast
+#include <cstdint>  // std::uint16_t, std::uint32_t
+#include <type_traits>
+
+#include <tessera/config.hpp>  // TESSERA_HOST_DEVICE
+
+namespace tessera {
+
+namespace detail {
+TESSERA_HOST_DEVICE constexpr std::uint32_t float_bits(float f) noexcept { return std::bit_cast<std::uint32_t>(f); }
+TESSERA_HOST_DEVICE constexpr float bits_float(std::uint32_t u) noexcept { return std::bit_cast<float>(u); }
+}  // namespace detail
+
+struct bf16 {
+    std::uint16_t bits = 0;
+
+    constexpr bf16() = default;
+    TESSERA_HOST_DEVICE constexpr explicit bf16(float f) noexcept : bits(round(f)) {}
+    TESSERA_HOST_DEVICE static constexpr bf16 from_bits(std::uint16_t b) noexcept {
+        bf16 h;
+        h.bits = b;
+        return h;
+    }
+    TESSERA_HOST_DEVICE constexpr explicit operator float() const noexcept {
+        return detail::bits_float(std::uint32_t{bits} << 16);
+    }
+
+private:
+    TESSERA_HOST_DEVICE static constexpr std::uint16_t round(float f) noexcept {
+        const std::uint32_t u = detail::float_bits(f);
+        if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((u >> 16) | 0x0040u);  // quiet NaN
+        // Round to nearest even on the 16 discarded bits; a carry may roll into the exponent,
+        // which is exactly right (up to infinity).
+        const std::uint32_t rounding = 0x7fffu + ((u >> 16) & 1u);
+        return static_cast<std::uint16_t>((u + rounding) >> 16);
+    }
+};
+
+struct f16 {
+    std::uint16_t bits = 0;
+
+    constexpr f16() = default;
+    TESSERA_HOST_DEVICE constexpr explicit f16(float f) noexcept : bits(round(f)) {}
+    TESSERA_HOST_DEVICE static constexpr f16 from_bits(std::uint16_t b) noexcept {
+        f16 h;
+        h.bits = b;
+        return h;
+    }
+    TESSERA_HOST_DEVICE constexpr explicit operator float() const noexcept {
+        const std::uint32_t sign = std::uint32_t{bits & 0x8000u} << 16;
+        const std::uint32_t exp = (bits >> 10) & 0x1fu;
+        const std::uint32_t man = bits & 0x3ffu;
+        if (exp == 0x1fu) return detail::bits_float(sign | 0x7f800000u | (man << 13));  // inf / NaN
+        if (exp != 0) return detail::bits_float(sign | ((exp + 112u) << 23) | (man << 13));
+        // Zero or subnormal: man * 2^-24, exact in float.
+        const float magnitude = static_cast<float>(man) * 5.9604644775390625e-8f;
+        return sign ? -magnitude : magnitude;
+    }
+
+private:
+    TESSERA_HOST_DEVICE static constexpr std::uint16_t round(float f) noexcept {
+        const std::uint32_t u = detail::float_bits(f);
+        const std::uint16_t sign = static_cast<std::uint16_t>((u >> 16) & 0x8000u);
+        const std::uint32_t a = u & 0x7fffffffu;
+        if (a > 0x7f800000u) return static_cast<std::uint16_t>(sign | 0x7e00u | ((a >> 13) & 0x3ffu));  // NaN
+        if (a >= 0x477ff000u) return static_cast<std::uint16_t>(sign | 0x7c00u);  // rounds to >= 65520: inf
+        if (a >= 0x38800000u) {
+            // Normal in f16: rebias the exponent (127 -> 15) and round the 13 dropped bits.
+            const std::uint32_t rebased = a - 0x38000000u;
+            const std::uint32_t rounding = 0xfffu + ((rebased >> 13) & 1u);
+            return static_cast<std::uint16_t>(sign | ((rebased + rounding) >> 13));
+        }
+        if (a < 0x33000000u) return sign;  // below half the smallest subnormal (2^-25): zero
+        // Subnormal in f16: shift the full significand right and round to nearest even.
+        const std::uint32_t exp = a >> 23;
+        const std::uint32_t man = (a & 0x7fffffu) | 0x800000u;
+        const std::uint32_t shift = 126u - exp;  // 14..24 for exponents 2^-15 .. 2^-25
+        const std::uint32_t kept = man >> shift;
+        const std::uint32_t rest = man & ((1u << shift) - 1u);
+        const std::uint32_t half = 1u << (shift - 1u);
+        const std::uint32_t rounded = kept + ((rest > half || (rest == half && (kept & 1u))) ? 1u : 0u);
+        return static_cast<std::uint16_t>(sign | rounded);
+    }
+};
+
+// The element types a Tensor may hold.
+template <class T>
+concept StorageType = std::is_same_v<std::remove_const_t<T>, float> || std::is_same_v<std::remove_const_t<T>, bf16> ||
+                      std::is_same_v<std::remove_const_t<T>, f16> || std::is_same_v<std::remove_const_t<T>, std::int32_t>;
+
+// Widen any storage type to float (the compute type).
+template <class T>
+TESSERA_HOST_DEVICE constexpr float to_float(T v) noexcept {
+    return static_cast<float>(v);
+}
+
+// Narrow float to a storage type with round-to-nearest-even.
+template <class T>
+TESSERA_HOST_DEVICE constexpr T from_float(float v) noexcept {
+    return T(v);
+}
+
+}  // namespace tessera

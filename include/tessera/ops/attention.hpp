@@ -1,0 +1,41 @@
+#pragma once
+// Causal multi-head attention over (positions, heads, head_dim) tensors.
+#include <tessera/backend/backend.hpp>  // Backend
+#include <tessera/core/error.hpp>       // ShapeError
+#include <tessera/core/extents.hpp>     // dims_may_match, check_dim, check_same_shape
+#include <tessera/ops/operands.hpp>     // input_operand, output_operand
+
+namespace tessera {
+
+// out(Tq,H,D) = softmax(q·kᵀ/√D, causal) · v with k, v (Tk,H,D) and Tq <= Tk: the queries are
+// the last Tq positions (prefill: Tq = Tk; decoding with a KV cache: Tq = 1). out may be q.
+template <Backend B, TensorLike Q, TensorLike K, TensorLike V, TensorLike Out>
+void causal_attention(B& backend, const Q& q, const K& k, const V& v, Out&& out) {
+    using EQ = extents_of_t<Q>;
+    using EK = extents_of_t<K>;
+    static_assert(EQ::rank() == 3 && EK::rank() == 3 && extents_of_t<V>::rank() == 3,
+                  "causal_attention: q, k, v and out must be (positions, heads, head_dim) tensors.");
+    static_assert(dims_may_match<EQ, 1, EK, 1> && dims_may_match<EQ, 2, EK, 2>,
+                  "causal_attention: q and k must have the same heads and head_dim.");
+    static_assert(extents_may_match<EK, extents_of_t<V>>, "causal_attention: k and v must have the same shape.");
+    static_assert(extents_may_match<EQ, extents_of_t<Out>>, "causal_attention: out must have q's shape.");
+    const auto qv = input_operand<3, B>(q);
+    const auto kv = input_operand<3, B>(k);
+    const auto vv = input_operand<3, B>(v);
+    const auto ov = output_operand<3, B>(out);
+    check_same_shape(vv.extents(), kv.extents(), "causal_attention", "v's shape", "k's shape");
+    check_same_shape(ov.extents(), qv.extents(), "causal_attention", "out's shape", "q's shape");
+    check_dim(qv.extent(1), kv.extent(1), "causal_attention", "q's head count", "k's head count");
+    check_dim(qv.extent(2), kv.extent(2), "causal_attention", "q's head_dim", "k's head_dim");
+    if (qv.extent(0) > kv.extent(0)) {
+        throw ShapeError("causal_attention: " + std::to_string(qv.extent(0)) + " queries but only " +
+                         std::to_string(kv.extent(0)) + " keys; the queries must be the last positions of the keys");
+    }
+    check_no_overlap(ov.data(), ov.size() * sizeof(float), kv.data(), kv.size() * sizeof(float), "causal_attention",
+                     "out", "k");
+    check_no_overlap(ov.data(), ov.size() * sizeof(float), vv.data(), vv.size() * sizeof(float), "causal_attention",
+                     "out", "v");
+    backend.causal_attention(qv, kv, vv, ov);
+}
+
+}  // namespace tessera

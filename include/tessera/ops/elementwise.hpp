@@ -1,0 +1,37 @@
+#pragma once
+// Element-wise ops: any rank, operands of identical shape; the output may be an input.
+#include <tessera/backend/backend.hpp>  // Backend
+#include <tessera/core/extents.hpp>     // extents_may_match, check_same_shape
+#include <tessera/ops/operands.hpp>     // input_operand, output_operand
+
+namespace tessera {
+
+namespace detail {
+template <TensorLike X>
+auto flat_view(const X& x) {
+    return x.view().flat();
+}
+}  // namespace detail
+
+// out = a + b.
+template <Backend B, TensorLike A, TensorLike Bx, TensorLike Out>
+void add(B& backend, const A& a, const Bx& b, Out&& out) {
+    static_assert(extents_may_match<extents_of_t<A>, extents_of_t<Bx>> &&
+                      extents_may_match<extents_of_t<A>, extents_of_t<Out>>,
+                  "add: a, b and out must have the same rank and sizes.");
+    check_same_shape(a.extents(), b.extents(), "add", "a's shape", "b's shape");
+    check_same_shape(a.extents(), out.extents(), "add", "a's shape", "out's shape");
+    backend.add(input_operand<1, B>(detail::flat_view(a)), input_operand<1, B>(detail::flat_view(b)),
+                output_operand<1, B>(out.view().flat()));
+}
+
+// out = gelu(x), GPT-2's tanh approximation.
+template <Backend B, TensorLike X, TensorLike Out>
+void gelu(B& backend, const X& x, Out&& out) {
+    static_assert(extents_may_match<extents_of_t<X>, extents_of_t<Out>>,
+                  "gelu: x and out must have the same rank and sizes.");
+    check_same_shape(x.extents(), out.extents(), "gelu", "x's shape", "out's shape");
+    backend.gelu(input_operand<1, B>(detail::flat_view(x)), output_operand<1, B>(out.view().flat()));
+}
+
+}  // namespace tessera

@@ -1,0 +1,18 @@
+#pragma once
+// The umbrella header for users: every host-safe part of tessera. Internal code includes only
+// what it uses. CUDA code lives in tessera/backend/cuda/*.cuh, for .cu translation units.
+#include <tessera/config.hpp>                // version, TESSERA_HOST_DEVICE
+#include <tessera/core/error.hpp>            // Error, FormatError, ShapeError, ...
+#include <tessera/core/extents.hpp>          // Extents, dyn
+#include <tessera/core/dtype.hpp>            // bf16, f16
+#include <tessera/core/concepts.hpp>         // TensorLike, StorageBackend
+#include <tessera/core/tensor_view.hpp>      // TensorView
+#include <tessera/core/tensor.hpp>           // Tensor
+#include <tessera/backend/backend.hpp>       // Backend concept
+#include <tessera/backend/cpu.hpp>           // Cpu
+#include <tessera/backend/cuda.hpp>          // Cuda (declaration; complete in backend/cuda/cuda.cuh)
+#include <tessera/ops/matrix_products.hpp>   // gemm, gemv
+#include <tessera/ops/elementwise.hpp>       // add, gelu
+#include <tessera/ops/normalization.hpp>     // layer_norm, softmax_rows
+#include <tessera/ops/attention.hpp>         // causal_attention
+#include <tessera/ops/transfer.hpp>          // to_host, copy_from_host, convert

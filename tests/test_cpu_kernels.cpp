@@ -1,0 +1,234 @@
+// Every CPU kernel against the naive double-precision references in reference_kernels.hpp,
+// over odd sizes (1, 3, 17, 769), static/dynamic extent mixes and 1-3 threads.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <span>
+#include <vector>
+
+#include <tessera/tessera.hpp>
+
+#include "reference_kernels.hpp"
+
+using namespace tessera;
+using test::random_values;
+using test::worst_error_ratio;
+
+namespace {
+
+template <class T>
+void fill(T& tensor, const std::vector<float>& values) {
+    copy_from_host(std::span<const float>(values), tensor);
+}
+
+}  // namespace
+
+// Tolerance for products: |err| <= 1e-5 · Σ|a·w| (plus 1e-30 for exact zeros). fp32 summation
+// of K terms errs by about √K·2⁻²⁴ of that scale (< 2e-6 for K = 3072), while one wrong or
+// missing term moves the result by about 1/K of it (>= 3e-4 for K <= 3072): the bound separates
+// rounding from bugs.
+TEST_CASE("gemm matches the reference", "[cpu][gemm]") {
+    const unsigned threads = GENERATE(1u, 2u, 3u);
+    const std::size_t m = GENERATE(1u, 3u, 17u, 70u);
+    const std::size_t n = GENERATE(1u, 17u, 130u);
+    const std::size_t k = GENERATE(1u, 3u, 769u);
+    const bool with_bias = GENERATE(false, true);
+    Cpu cpu(threads);
+    Tensor<float, Extents<dyn, dyn>, Cpu> a(m, k), w(n, k), c(m, n);
+    Tensor<float, Extents<dyn>, Cpu> bias(with_bias ? n : 0);
+    const auto av = random_values(m * k, 1), wv = random_values(n * k, 2), bv = random_values(bias.size(), 3);
+    fill(a, av);
+    fill(w, wv);
+    fill(bias, bv);
+    gemm(cpu, a, w, bias, c);
+    std::vector<double> want, scale;
+    test::gemm_reference(av, wv, bv, m, n, k, want, scale);
+    const auto got = to_host(c);
+    for (std::size_t i = 0; i < want.size(); ++i) {
+        INFO("m=" << m << " n=" << n << " k=" << k << " threads=" << threads << " element " << i);
+        REQUIRE(std::fabs(got[i] - want[i]) <= 1e-5 * scale[i] + 1e-30);
+    }
+}
+
+TEST_CASE("gemm with static weights and a dynamic sequence", "[cpu][gemm]") {
+    Cpu cpu(2);
+    Tensor<float, Extents<dyn, 17>, Cpu> x(5);
+    Tensor<float, Extents<3, 17>, Cpu> w;
+    Tensor<float, Extents<dyn, 3>, Cpu> y(5);
+    const auto xv = random_values(5 * 17, 4), wv = random_values(3 * 17, 5);
+    fill(x, xv);
+    fill(w, wv);
+    gemm(cpu, x, w, y);
+    std::vector<double> want, scale;
+    test::gemm_reference(xv, wv, {}, 5, 3, 17, want, scale);
+    for (std::size_t i = 0; i < want.size(); ++i) REQUIRE(std::fabs(y.data()[i] - want[i]) <= 1e-5 * scale[i]);
+
+    Tensor<float, Extents<dyn, 3>, Cpu> wrong_rows(4);
+    CHECK_THROWS_WITH(gemm(cpu, x, w, wrong_rows), "gemm: c's row count is 4 but a's row count is 5");
+    Tensor<float, Extents<dyn, dyn>, Cpu> wrong_inner(5, 16);
+    CHECK_THROWS_WITH(gemm(cpu, wrong_inner, w, y), "gemm: a's column count is 16 but w's column count is 17");
+    Tensor<float, Extents<dyn>, Cpu> bad_bias(4);
+    CHECK_THROWS_WITH(gemm(cpu, x, w, bad_bias, y), "gemm: bias length is 4 but w's row count is 3");
+}
+
+TEST_CASE("gemm and gemv refuse an output that overlaps an input", "[cpu][gemm]") {
+    Cpu cpu(1);
+    Tensor<float, Extents<4, 4>, Cpu> a;
+    CHECK_THROWS_AS(gemm(cpu, a, a, a), ArgumentError);
+    CHECK_THROWS_WITH(gemv(cpu, a, a.view().rows(0, 1).flat(), a.view().rows(1, 1).flat()),
+                      "gemv: the output y overlaps the input w");
+}
+
+TEST_CASE("gemv matches the reference", "[cpu][gemv]") {
+    const unsigned threads = GENERATE(1u, 2u, 3u);
+    const std::size_t n = GENERATE(1u, 3u, 17u, 769u, 2304u);
+    const std::size_t k = GENERATE(1u, 3u, 17u, 769u);
+    const bool with_bias = GENERATE(false, true);
+    Cpu cpu(threads);
+    Tensor<float, Extents<dyn, dyn>, Cpu> w(n, k);
+    Tensor<float, Extents<dyn>, Cpu> x(k), y(n), bias(with_bias ? n : 0);
+    const auto wv = random_values(n * k, 6), xv = random_values(k, 7), bv = random_values(bias.size(), 8);
+    fill(w, wv);
+    fill(x, xv);
+    fill(bias, bv);
+    gemv(cpu, w, x, bias, y);
+    std::vector<double> want, scale;
+    test::gemm_reference(xv, wv, bv, 1, n, k, want, scale);
+    for (std::size_t i = 0; i < n; ++i) {
+        INFO("n=" << n << " k=" << k << " threads=" << threads << " row " << i);
+        REQUIRE(std::fabs(y.data()[i] - want[i]) <= 1e-5 * scale[i] + 1e-30);
+    }
+    Tensor<float, Extents<dyn>, Cpu> short_x(k + 1);
+    CHECK_THROWS_AS(gemv(cpu, w, short_x, y), ShapeError);
+}
+
+// Element-wise: add is exact (one rounding, same as the reference rounded to float);
+// GELU within 2e-6 absolute + 2e-6 relative of the double formula (Eigen's vectorised tanh is
+// accurate to a few float ulps).
+TEST_CASE("add and gelu match the reference", "[cpu][elementwise]") {
+    const unsigned threads = GENERATE(1u, 2u, 3u);
+    const std::size_t n = GENERATE(1u, 3u, 17u, 769u, 100003u);
+    Cpu cpu(threads);
+    Tensor<float, Extents<dyn>, Cpu> a(n), b(n), out(n);
+    const auto av = random_values(n, 9, -8.0f, 8.0f), bv = random_values(n, 10);
+    fill(a, av);
+    fill(b, bv);
+    add(cpu, a, b, out);
+    for (std::size_t i = 0; i < n; ++i) REQUIRE(out.data()[i] == av[i] + bv[i]);
+
+    gelu(cpu, a, out);
+    std::vector<double> want(n);
+    for (std::size_t i = 0; i < n; ++i) want[i] = test::gelu_reference(av[i]);
+    CHECK(worst_error_ratio(out.data(), want, 2e-6, 2e-6) <= 1.0);
+
+    gelu(cpu, a, a);  // in place
+    for (std::size_t i = 0; i < n; ++i) REQUIRE(a.data()[i] == out.data()[i]);
+}
+
+TEST_CASE("add rejects shapes that differ but hold as many elements", "[cpu][elementwise]") {
+    Cpu cpu(1);
+    Tensor<float, Extents<dyn, dyn>, Cpu> a(2, 6), b(3, 4), out(2, 6);
+    CHECK_THROWS_WITH(add(cpu, a, b, out), "add: a's shape (2, 6) differs from b's shape (3, 4)");
+}
+
+// LayerNorm tolerance per element: 1e-5·(1 + |want|) for the arithmetic, plus the error that
+// storing the row mean as a float forces on every deviation, ulp(mean)/σ·|γ|. The inputs sit at
+// 100 ± 1, so that term matters (~1e-5) and a variance computed as E[x²] - E[x]² (error
+// ~ulp(10⁴)/σ² ≈ 3e-3) fails by two orders of magnitude.
+TEST_CASE("layer_norm matches the reference", "[cpu][layer_norm]") {
+    const unsigned threads = GENERATE(1u, 2u, 3u);
+    const std::size_t rows = GENERATE(1u, 3u, 17u);
+    const std::size_t cols = GENERATE(1u, 3u, 17u, 769u);
+    Cpu cpu(threads);
+    Tensor<float, Extents<dyn, dyn>, Cpu> x(rows, cols), out(rows, cols);
+    Tensor<float, Extents<dyn>, Cpu> gamma(cols), beta(cols);
+    const auto xv = random_values(rows * cols, 11, 99.0f, 101.0f);
+    const auto gv = random_values(cols, 12, 0.5f, 1.5f), bv = random_values(cols, 13);
+    fill(x, xv);
+    fill(gamma, gv);
+    fill(beta, bv);
+    const auto want = test::layer_norm_reference(xv, gv, bv, 1e-5, rows, cols);
+    const auto check = [&](const float* got) {
+        for (std::size_t r = 0; r < rows; ++r) {
+            double mean = 0, var = 0;
+            for (std::size_t c = 0; c < cols; ++c) mean += xv[r * cols + c] / static_cast<double>(cols);
+            for (std::size_t c = 0; c < cols; ++c) var += std::pow(xv[r * cols + c] - mean, 2) / static_cast<double>(cols);
+            const double mean_ulp = std::ldexp(1.0, std::ilogb(mean) - 23);
+            for (std::size_t c = 0; c < cols; ++c) {
+                const std::size_t i = r * cols + c;
+                const double tol = 1e-5 * (1 + std::fabs(want[i])) + mean_ulp / std::sqrt(var + 1e-5) * gv[c];
+                INFO("rows=" << rows << " cols=" << cols << " element " << i);
+                REQUIRE(std::fabs(got[i] - want[i]) <= tol);
+            }
+        }
+    };
+    layer_norm(cpu, x, gamma, beta, 1e-5f, out);
+    check(out.data());
+    layer_norm(cpu, x, gamma, beta, 1e-5f, x);  // in place
+    check(x.data());
+}
+
+TEST_CASE("layer_norm checks its parameters", "[cpu][layer_norm]") {
+    Cpu cpu(1);
+    Tensor<float, Extents<dyn, 8>, Cpu> x(2), out(2);
+    Tensor<float, Extents<8>, Cpu> gamma, beta;
+    Tensor<float, Extents<dyn>, Cpu> short_beta(7);
+    CHECK_THROWS_WITH(layer_norm(cpu, x, gamma, beta, 0.0f, out), Catch::Contains("eps must be positive"));
+    CHECK_THROWS_WITH(layer_norm(cpu, x, gamma, short_beta, 1e-5f, out),
+                      "layer_norm: beta's length is 7 but x's column count is 8");
+}
+
+// Softmax within 1e-6 relative + 1e-9 absolute: each probability carries a few float ulps.
+TEST_CASE("softmax_rows matches the reference and survives large logits", "[cpu][softmax]") {
+    const unsigned threads = GENERATE(1u, 2u);
+    const std::size_t rows = GENERATE(1u, 3u, 17u);
+    const std::size_t cols = GENERATE(1u, 3u, 17u, 769u, 50257u);
+    Cpu cpu(threads);
+    Tensor<float, Extents<dyn, dyn>, Cpu> x(rows, cols);
+    auto xv = random_values(rows * cols, 14, -20.0f, 20.0f);
+    xv[0] = 1000.0f;  // would overflow exp() without the max subtraction
+    fill(x, xv);
+    softmax_rows(cpu, x);
+    const auto want = test::softmax_reference(xv, rows, cols);
+    CHECK(worst_error_ratio(x.data(), want, 1e-9, 1e-6) <= 1.0);
+}
+
+// Attention within 1e-5 absolute: outputs are convex combinations of values in [-1, 1].
+TEST_CASE("causal_attention matches the reference", "[cpu][attention]") {
+    const unsigned threads = GENERATE(1u, 2u, 3u);
+    const std::size_t tk = GENERATE(1u, 3u, 17u, 70u);
+    const std::size_t heads = GENERATE(1u, 3u);  // one head: single-head attention
+    const std::size_t dim = GENERATE(1u, 17u, 64u);
+    const std::size_t tq = GENERATE_COPY(values<std::size_t>({1u, tk}));
+    Cpu cpu(threads);
+    Tensor<float, Extents<dyn, dyn, dyn>, Cpu> q(tq, heads, dim), k(tk, heads, dim), v(tk, heads, dim),
+        out(tq, heads, dim);
+    const auto qv = random_values(q.size(), 15, -2.0f, 2.0f), kv = random_values(k.size(), 16, -2.0f, 2.0f),
+               vv = random_values(v.size(), 17);
+    fill(q, qv);
+    fill(k, kv);
+    fill(v, vv);
+    causal_attention(cpu, q, k, v, out);
+    const auto want = test::attention_reference(qv, kv, vv, tq, tk, heads, dim);
+    INFO("tq=" << tq << " tk=" << tk << " heads=" << heads << " dim=" << dim);
+    CHECK(worst_error_ratio(out.data(), want, 1e-5, 0.0) <= 1.0);
+}
+
+TEST_CASE("decoding one query against cached keys equals the last row of full attention", "[cpu][attention]") {
+    Cpu cpu(2);
+    constexpr std::size_t t = 33, heads = 4, dim = 16;
+    Tensor<float, Extents<dyn, heads, dim>, Cpu> q(t), k(t), v(t), full(t);
+    fill(q, random_values(q.size(), 18));
+    fill(k, random_values(k.size(), 19));
+    fill(v, random_values(v.size(), 20));
+    causal_attention(cpu, q, k, v, full);
+    Tensor<float, Extents<1, heads, dim>, Cpu> one;
+    causal_attention(cpu, q.view().rows(t - 1, 1), k, v, one);
+    for (std::size_t i = 0; i < heads * dim; ++i) REQUIRE(one.data()[i] == full.data()[(t - 1) * heads * dim + i]);
+}
+
+TEST_CASE("causal_attention rejects more queries than keys and aliased k/v", "[cpu][attention]") {
+    Cpu cpu(1);
+    Tensor<float, Extents<dyn, 2, 4>, Cpu> q(5), k(4), v(4), out(5);
+    CHECK_THROWS_WITH(causal_attention(cpu, q, k, v, out), Catch::Contains("5 queries but only 4 keys"));
+    CHECK_THROWS_AS(causal_attention(cpu, k, k, v, k), ArgumentError);
+}

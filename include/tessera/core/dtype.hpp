@@ -3,7 +3,6 @@
 // only; arithmetic happens in float after an explicit widening. Conversions round to nearest,
 // ties to even, keep infinities, turn NaN into a quiet NaN, and handle f16 subnormals, on the
 // host and in CUDA device code alike (no dependency on cuda_fp16.h).
-#include <bit>      // std::bit_cast
 #include <cstdint>  // std::uint16_t, std::uint32_t
 #include <type_traits>
 
@@ -12,8 +11,9 @@
 namespace tessera {
 
 namespace detail {
-TESSERA_HOST_DEVICE constexpr std::uint32_t float_bits(float f) noexcept { return std::bit_cast<std::uint32_t>(f); }
-TESSERA_HOST_DEVICE constexpr float bits_float(std::uint32_t u) noexcept { return std::bit_cast<float>(u); }
+// The builtin behind std::bit_cast: std::bit_cast itself is a host-only function to nvcc.
+TESSERA_HOST_DEVICE constexpr std::uint32_t float_bits(float f) noexcept { return __builtin_bit_cast(std::uint32_t, f); }
+TESSERA_HOST_DEVICE constexpr float bits_float(std::uint32_t u) noexcept { return __builtin_bit_cast(float, u); }
 }  // namespace detail
 
 struct bf16 {

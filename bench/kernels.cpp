@@ -1,0 +1,184 @@
+// Microbenchmarks of the CPU kernels at GPT-2 124M shapes. Every result carries GB/s and
+// GFLOP/s counters and, against the machine's roofline measured in the same run, the fraction
+// of read bandwidth (bw_frac) and of peak FMA rate (fma_frac) it reached. The roofline is
+// measured once at start (printed) and then sampled between the kernel's calls, every 50 ms of
+// kernel time: the fractions divide the kernel's mean rate by the mean ceilings sampled while
+// it ran (counters read_GBps and peak_GFLOPs), because on a shared machine the ceilings drift
+// by 2x within minutes.
+//
+//   build/bench/bench_kernels                    # all, with the threads the machine has
+//   TESSERA_BENCH_THREADS=2 build/bench/bench_kernels --benchmark_filter=Gemv
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <tessera/tessera.hpp>
+
+#include "roofline.hpp"
+
+namespace {
+
+using namespace tessera;
+using Matrix = Tensor<float, Extents<dyn, dyn>, Cpu>;
+using Vector = Tensor<float, Extents<dyn>, Cpu>;
+
+std::unique_ptr<Cpu> g_cpu;
+std::unique_ptr<bench::RooflineMeter> g_meter;
+
+void fill(float* p, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) p[i] = static_cast<float>((i * 2654435761u) % 1000) * 1e-3f - 0.5f;
+}
+
+// Runs the benchmark loop, timing each call (manual time), and reports the rates of `bytes` and
+// `flops` moved per call, also as fractions of the roofline sampled in between.
+template <class F>
+void run_and_report(benchmark::State& state, double bytes, double flops, F&& call) {
+    constexpr double sample_every_seconds = 0.05;
+    bench::RooflineSamples roof;
+    g_meter->sample(roof);
+    call();  // warm: first-touch and cache effects stay out of the timing
+    double seconds = 0, since_sample = 0;
+    for (auto _ : state) {
+        const auto t0 = std::chrono::steady_clock::now();
+        call();
+        const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        state.SetIterationTime(dt);
+        seconds += dt;
+        if ((since_sample += dt) >= sample_every_seconds) {
+            g_meter->sample(roof);
+            since_sample = 0;
+        }
+    }
+    const bench::Roofline ceiling = roof.mean();
+    const double calls_per_second = static_cast<double>(state.iterations()) / seconds;
+    state.counters["GB/s"] = bytes * calls_per_second / 1e9;
+    state.counters["GFLOP/s"] = flops * calls_per_second / 1e9;
+    state.counters["bw_frac"] = bytes * calls_per_second / ceiling.read_bytes_per_second;
+    state.counters["fma_frac"] = flops * calls_per_second / ceiling.flops_per_second;
+    state.counters["read_GBps"] = ceiling.read_bytes_per_second / 1e9;
+    state.counters["peak_GFLOPs"] = ceiling.flops_per_second / 1e9;
+}
+
+// y(rows) = W(rows, cols) · x(cols): bytes are dominated by W. With `cold`, each call reads a
+// different copy of W from a set of copies totalling at least 1 GiB, so W comes from DRAM as in
+// decoding (where the rest of the model has evicted it); otherwise W stays cache-resident as
+// far as it fits (this machine reports a very large L3).
+void gemv_benchmark(benchmark::State& state, bool cold) {
+    const auto rows = static_cast<std::size_t>(state.range(0)), cols = static_cast<std::size_t>(state.range(1));
+    const std::size_t copies = cold ? ((std::size_t{1} << 30) + rows * cols * 4 - 1) / (rows * cols * 4) : 1;
+    std::vector<Matrix> weights;
+    for (std::size_t i = 0; i < copies; ++i) {
+        weights.emplace_back(rows, cols);
+        fill(weights.back().data(), rows * cols);
+    }
+    Vector x(cols), y(rows);
+    fill(x.data(), x.size());
+    std::size_t next = 0;
+    run_and_report(state, 4.0 * (rows * cols + rows + cols), 2.0 * rows * cols, [&] {
+        gemv(*g_cpu, weights[next], x, y);
+        next = (next + 1) % copies;
+        benchmark::DoNotOptimize(y.data());
+    });
+}
+void BM_Gemv(benchmark::State& state) { gemv_benchmark(state, false); }
+void BM_GemvCold(benchmark::State& state) { gemv_benchmark(state, true); }
+
+// C(tokens, rows) = A(tokens, cols) · W(rows, cols)ᵀ: the prefill matrix product.
+void BM_Gemm(benchmark::State& state) {
+    const auto tokens = static_cast<std::size_t>(state.range(0)), rows = static_cast<std::size_t>(state.range(1)),
+               cols = static_cast<std::size_t>(state.range(2));
+    Matrix a(tokens, cols), w(rows, cols), c(tokens, rows);
+    fill(a.data(), a.size());
+    fill(w.data(), w.size());
+    run_and_report(state, 4.0 * (tokens * cols + rows * cols + tokens * rows), 2.0 * tokens * rows * cols, [&] {
+        gemm(*g_cpu, a, w, c);
+        benchmark::DoNotOptimize(c.data());
+    });
+}
+
+void BM_LayerNorm(benchmark::State& state) {
+    const auto tokens = static_cast<std::size_t>(state.range(0)), channels = static_cast<std::size_t>(state.range(1));
+    Matrix x(tokens, channels), out(tokens, channels);
+    Vector gamma(channels), beta(channels);
+    fill(x.data(), x.size());
+    fill(gamma.data(), gamma.size());
+    run_and_report(state, 4.0 * 2 * tokens * channels, 8.0 * tokens * channels, [&] {
+        layer_norm(*g_cpu, x, gamma, beta, 1e-5f, out);
+        benchmark::DoNotOptimize(out.data());
+    });
+}
+
+void BM_Softmax(benchmark::State& state) {
+    const auto rows = static_cast<std::size_t>(state.range(0)), cols = static_cast<std::size_t>(state.range(1));
+    Matrix x(rows, cols);
+    fill(x.data(), x.size());
+    // Softmax of a softmax is as much work as the first one: no refill needed between calls.
+    run_and_report(state, 4.0 * 2 * rows * cols, 4.0 * rows * cols, [&] {
+        softmax_rows(*g_cpu, x);
+        benchmark::DoNotOptimize(x.data());
+    });
+}
+
+void BM_Gelu(benchmark::State& state) {
+    const auto n = static_cast<std::size_t>(state.range(0));
+    Vector x(n), out(n);
+    fill(x.data(), n);
+    run_and_report(state, 4.0 * 2 * n, 10.0 * n, [&] {
+        gelu(*g_cpu, x, out);
+        benchmark::DoNotOptimize(out.data());
+    });
+}
+
+// GPT-2 124M: C = 768, 4C = 3072, 3C = 2304 (fused qkv), V = 50257.
+BENCHMARK(BM_Gemv)
+    ->ArgNames({"rows", "cols"})
+    ->Args({768, 768})
+    ->Args({2304, 768})
+    ->Args({3072, 768})
+    ->Args({768, 3072})
+    ->Args({50257, 768})
+    ->UseManualTime();
+BENCHMARK(BM_GemvCold)
+    ->ArgNames({"rows", "cols"})
+    ->Args({768, 768})
+    ->Args({2304, 768})
+    ->Args({3072, 768})
+    ->Args({768, 3072})
+    ->Args({50257, 768})
+    ->UseManualTime();
+BENCHMARK(BM_Gemm)
+    ->ArgNames({"tokens", "rows", "cols"})
+    ->Args({512, 768, 768})
+    ->Args({512, 2304, 768})
+    ->Args({512, 3072, 768})
+    ->Args({512, 768, 3072})
+    ->Args({512, 50257, 768})
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_LayerNorm)->ArgNames({"tokens", "C"})->Args({1, 768})->Args({512, 768})->UseManualTime();
+BENCHMARK(BM_Softmax)->ArgNames({"rows", "cols"})->Args({1, 50257})->Args({12 * 512, 512})->UseManualTime();
+BENCHMARK(BM_Gelu)->ArgNames({"n"})->Arg(3072)->Arg(512 * 3072)->UseManualTime();
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    benchmark::Initialize(&argc, argv);
+    if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+    unsigned threads = Cpu::default_threads();
+    if (const char* env = std::getenv("TESSERA_BENCH_THREADS")) threads = static_cast<unsigned>(std::stoul(env));
+    g_cpu = std::make_unique<Cpu>(threads);
+    g_meter = std::make_unique<bench::RooflineMeter>(g_cpu->pool());
+    const bench::Roofline roof = g_meter->measure_best(10, 20'000'000);
+    std::printf("roofline (%u threads): read bandwidth %.1f GB/s, peak FMA %.1f GFLOP/s\n", threads,
+                roof.read_bytes_per_second / 1e9, roof.flops_per_second / 1e9);
+    benchmark::AddCustomContext("threads", std::to_string(threads));
+    benchmark::AddCustomContext("read_bandwidth_GBps_at_start", std::to_string(roof.read_bytes_per_second / 1e9));
+    benchmark::AddCustomContext("peak_fma_GFLOPs_at_start", std::to_string(roof.flops_per_second / 1e9));
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
+}

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs the Debian packages tessera's build, tests and benchmarks use, skipping those already
+# present (so a second run needs no network). Run as root, as on a fresh CI machine.
+set -euo pipefail
+
+packages=(
+  cmake make g++          # the build
+  libeigen3-dev           # the CPU backend's arithmetic
+  catch2                  # unit tests (Catch2 v2.13)
+  libbenchmark-dev        # microbenchmarks (Google Benchmark)
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "installing: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi

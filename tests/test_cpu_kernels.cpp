@@ -49,6 +49,29 @@ TEST_CASE("gemm matches the reference", "[cpu][gemm]") {
     }
 }
 
+TEST_CASE("gemm across several packing blocks in every dimension", "[cpu][gemm]") {
+    // Larger than one block of the packed kernel in M (128), N (512 per thread) and K (256),
+    // and a multiple of no tile size (8 x 32).
+    const unsigned threads = GENERATE(1u, 2u);
+    constexpr std::size_t m = 300, n = 1100, k = 520;
+    Cpu cpu(threads);
+    Tensor<float, Extents<dyn, k>, Cpu> a(m);
+    Tensor<float, Extents<n, k>, Cpu> w;
+    Tensor<float, Extents<n>, Cpu> bias;
+    Tensor<float, Extents<dyn, n>, Cpu> c(m);
+    const auto av = random_values(m * k, 21), wv = random_values(n * k, 22), bv = random_values(n, 23);
+    fill(a, av);
+    fill(w, wv);
+    fill(bias, bv);
+    gemm(cpu, a, w, bias, c);
+    std::vector<double> want, scale;
+    test::gemm_reference(av, wv, bv, m, n, k, want, scale);
+    for (std::size_t i = 0; i < want.size(); ++i) {
+        INFO("threads=" << threads << " element " << i);
+        REQUIRE(std::fabs(c.data()[i] - want[i]) <= 1e-5 * scale[i]);
+    }
+}
+
 TEST_CASE("gemm with static weights and a dynamic sequence", "[cpu][gemm]") {
     Cpu cpu(2);
     Tensor<float, Extents<dyn, 17>, Cpu> x(5);

@@ -3,11 +3,14 @@
 // output columns (weight rows) between cores, so each core streams its own share of W.
 
 #include <tessera/backend/cpu/eigen_maps.hpp>   // ConstMatrixMap, ...
+#include <tessera/backend/cpu/gemm_avx512.hpp>  // avx512::gemm_columns
 #include <tessera/backend/cpu/thread_pool.hpp>  // ThreadPool
 
 namespace tessera::cpu {
 
 // C(M,N) = A(M,K) · W(N,K)ᵀ + bias(N); bias may be null. C must not alias A or W.
+// With AVX-512, a packed micro-kernel (gemm_avx512.hpp) for M >= 8; otherwise, and for fewer
+// rows (where packing W would cost more than it saves), Eigen.
 [[gnu::noinline]] inline void gemm(ThreadPool& pool, const float* a, const float* w, const float* bias, float* c, std::size_t m,
                  std::size_t n, std::size_t k) {
     const ConstMatrixMap A(a, static_cast<Eigen::Index>(m), static_cast<Eigen::Index>(k));
@@ -18,7 +21,15 @@ namespace tessera::cpu {
         const auto cols = static_cast<Eigen::Index>(end - begin);
         const auto first = static_cast<Eigen::Index>(begin);
         auto block = C.middleCols(first, cols);
+#if defined(__AVX512F__)
+        if (m >= avx512::mr && k > 0) {
+            avx512::gemm_columns(a, w, c, m, k, n, begin, end);
+        } else {
+            block.noalias() = A * W.middleRows(first, cols).transpose();
+        }
+#else
         block.noalias() = A * W.middleRows(first, cols).transpose();
+#endif
         if (bias != nullptr) block.rowwise() += ConstVectorMap(bias + begin, cols).transpose();
     });
 }

@@ -1,0 +1,119 @@
+#pragma once
+// A packed AVX-512 GEMM for C(M,N) = A(M,K) · W(N,K)ᵀ, the prefill product (BLIS structure).
+// W is packed into panels of nr = 32 output columns (two vectors) and A into panels of mr = 8
+// rows; the micro-kernel keeps an 8 x 32 tile of C in 16 vector registers and performs 16
+// FMAs per 2 vector loads and 8 broadcasts. Blocking: a kc x nr W panel (32 KiB) stays in L1
+// while the mr x kc A panels stream from an mc x kc block in L2. Eigen's general kernel
+// reached ~58% of the FMA peak here; this one is written for the shapes a transformer has.
+#if defined(__AVX512F__)
+#include <immintrin.h>  // AVX-512 intrinsics
+
+#include <algorithm>  // std::min
+#include <cstddef>    // std::size_t
+#include <vector>     // std::vector
+
+namespace tessera::cpu::avx512 {
+
+inline constexpr std::size_t mr = 8;    // rows of A (tokens) per micro-tile
+inline constexpr std::size_t nr = 32;   // columns of C (weight rows) per micro-tile
+inline constexpr std::size_t kc = 256;  // depth of one packed block
+inline constexpr std::size_t mc = 128;  // rows of A per packed block (128 x 256 floats = 128 KiB)
+inline constexpr std::size_t nc = 512;  // columns of C per packed block of W (512 KiB)
+
+// A rows [0, rows) x depth [0, depth) (row stride lda) into ceil(rows/mr) panels laid out
+// [panel][k][r], zero-padding the missing rows.
+inline void pack_a(const float* a, std::size_t lda, std::size_t rows, std::size_t depth, float* dst) {
+    for (std::size_t p = 0; p < rows; p += mr) {
+        const std::size_t n = std::min(mr, rows - p);
+        for (std::size_t k = 0; k < depth; ++k) {
+            for (std::size_t r = 0; r < n; ++r) dst[k * mr + r] = a[(p + r) * lda + k];
+            for (std::size_t r = n; r < mr; ++r) dst[k * mr + r] = 0.0f;
+        }
+        dst += depth * mr;
+    }
+}
+
+// W rows [0, cols) x depth [0, depth) (row stride ldw) into ceil(cols/nr) panels laid out
+// [panel][k][c], zero-padding the missing columns.
+inline void pack_w(const float* w, std::size_t ldw, std::size_t cols, std::size_t depth, float* dst) {
+    for (std::size_t p = 0; p < cols; p += nr) {
+        const std::size_t n = std::min(nr, cols - p);
+        // Row by row: sequential reads, writes strided by nr (measured 3x faster than the
+        // transposed order, 32 read streams with contiguous writes).
+        for (std::size_t c = 0; c < n; ++c) {
+            const float* src = w + (p + c) * ldw;
+            for (std::size_t k = 0; k < depth; ++k) dst[k * nr + c] = src[k];
+        }
+        for (std::size_t c = n; c < nr; ++c)
+            for (std::size_t k = 0; k < depth; ++k) dst[k * nr + c] = 0.0f;
+        dst += depth * nr;
+    }
+}
+
+// C tile (rows <= mr, cols <= nr; row stride ldc) = or += packed A panel · packed W panel.
+inline void micro_kernel(std::size_t depth, const float* ap, const float* wp, float* c, std::size_t ldc,
+                         bool accumulate, std::size_t rows, std::size_t cols) {
+    __m512 acc[mr][2];
+#pragma GCC unroll 8
+    for (std::size_t r = 0; r < mr; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+    for (std::size_t k = 0; k < depth; ++k) {
+        const __m512 w0 = _mm512_load_ps(wp + k * nr);
+        const __m512 w1 = _mm512_load_ps(wp + k * nr + 16);
+#pragma GCC unroll 8
+        for (std::size_t r = 0; r < mr; ++r) {
+            const __m512 a = _mm512_set1_ps(ap[k * mr + r]);
+            acc[r][0] = _mm512_fmadd_ps(a, w0, acc[r][0]);
+            acc[r][1] = _mm512_fmadd_ps(a, w1, acc[r][1]);
+        }
+    }
+    const auto lanes = [](std::size_t n) { return static_cast<__mmask16>(n >= 16 ? 0xffffu : (1u << n) - 1u); };
+    const __mmask16 m0 = lanes(cols), m1 = lanes(cols > 16 ? cols - 16 : 0);
+#pragma GCC unroll 8
+    for (std::size_t r = 0; r < mr; ++r) {
+        if (r >= rows) break;
+        float* row = c + r * ldc;
+        if (accumulate) {
+            acc[r][0] = _mm512_add_ps(acc[r][0], _mm512_maskz_loadu_ps(m0, row));
+            acc[r][1] = _mm512_add_ps(acc[r][1], _mm512_maskz_loadu_ps(m1, row + 16));
+        }
+        _mm512_mask_storeu_ps(row, m0, acc[r][0]);
+        _mm512_mask_storeu_ps(row + 16, m1, acc[r][1]);
+    }
+}
+
+// Columns [n_begin, n_end) of C(m, ldc) = A(m, k) · W(·, k)ᵀ; A, W row-major with row stride k.
+// Packing buffers are per thread and grow once.
+inline void gemm_columns(const float* a, const float* w, float* c, std::size_t m, std::size_t k, std::size_t ldc,
+                         std::size_t n_begin, std::size_t n_end) {
+    struct alignas(64) Block {
+        float v[16];
+    };
+    thread_local std::vector<Block> a_pack, w_pack;  // Block: 64-byte aligned storage
+    const auto grow = [](std::vector<Block>& v, std::size_t floats) {
+        if (v.size() * 16 < floats) v.resize((floats + 15) / 16);
+        return v.data()->v;
+    };
+    float* wp = grow(w_pack, nc * kc);
+    float* ap = grow(a_pack, mc * kc);
+    for (std::size_t jc = n_begin; jc < n_end; jc += nc) {
+        const std::size_t ncols = std::min(nc, n_end - jc);
+        for (std::size_t pc = 0; pc < k; pc += kc) {
+            const std::size_t depth = std::min(kc, k - pc);
+            pack_w(w + jc * k + pc, k, ncols, depth, wp);
+            for (std::size_t ic = 0; ic < m; ic += mc) {
+                const std::size_t nrows = std::min(mc, m - ic);
+                pack_a(a + ic * k + pc, k, nrows, depth, ap);
+                for (std::size_t jr = 0; jr < ncols; jr += nr) {
+                    const float* w_panel = wp + (jr / nr) * depth * nr;
+                    for (std::size_t ir = 0; ir < nrows; ir += mr) {
+                        micro_kernel(depth, ap + (ir / mr) * depth * mr, w_panel, c + (ic + ir) * ldc + jc + jr, ldc,
+                                     pc != 0, std::min(mr, nrows - ir), std::min(nr, ncols - jr));
+                    }
+                }
+            }
+        }
+    }
+}
+
+}  // namespace tessera::cpu::avx512
+#endif

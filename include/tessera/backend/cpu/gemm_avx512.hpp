@@ -10,6 +10,8 @@
 
 #include <algorithm>  // std::min
 #include <cstddef>    // std::size_t
+#include <type_traits>  // std::integral_constant
+#include <utility>    // std::index_sequence
 #include <vector>     // std::vector
 
 namespace tessera::cpu::avx512 {
@@ -50,27 +52,32 @@ inline void pack_w(const float* w, std::size_t ldw, std::size_t cols, std::size_
     }
 }
 
+// f(0), f(1), ..., f(N-1) with compile-time indices: the tile loops fully unrolled, so the
+// accumulators live in registers (no pragma, which nvcc's host pass would not know).
+template <std::size_t N, class F>
+inline void unrolled(F&& f) {
+    [&]<std::size_t... I>(std::index_sequence<I...>) { (f(std::integral_constant<std::size_t, I>{}), ...); }
+    (std::make_index_sequence<N>{});
+}
+
 // C tile (rows <= mr, cols <= nr; row stride ldc) = or += packed A panel · packed W panel.
 inline void micro_kernel(std::size_t depth, const float* ap, const float* wp, float* c, std::size_t ldc,
                          bool accumulate, std::size_t rows, std::size_t cols) {
     __m512 acc[mr][2];
-#pragma GCC unroll 8
-    for (std::size_t r = 0; r < mr; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+    unrolled<mr>([&](auto r) { acc[r][0] = acc[r][1] = _mm512_setzero_ps(); });
     for (std::size_t k = 0; k < depth; ++k) {
         const __m512 w0 = _mm512_load_ps(wp + k * nr);
         const __m512 w1 = _mm512_load_ps(wp + k * nr + 16);
-#pragma GCC unroll 8
-        for (std::size_t r = 0; r < mr; ++r) {
+        unrolled<mr>([&](auto r) {
             const __m512 a = _mm512_set1_ps(ap[k * mr + r]);
             acc[r][0] = _mm512_fmadd_ps(a, w0, acc[r][0]);
             acc[r][1] = _mm512_fmadd_ps(a, w1, acc[r][1]);
-        }
+        });
     }
     const auto lanes = [](std::size_t n) { return static_cast<__mmask16>(n >= 16 ? 0xffffu : (1u << n) - 1u); };
     const __mmask16 m0 = lanes(cols), m1 = lanes(cols > 16 ? cols - 16 : 0);
-#pragma GCC unroll 8
-    for (std::size_t r = 0; r < mr; ++r) {
-        if (r >= rows) break;
+    unrolled<mr>([&](auto r) {
+        if (r >= rows) return;
         float* row = c + r * ldc;
         if (accumulate) {
             acc[r][0] = _mm512_add_ps(acc[r][0], _mm512_maskz_loadu_ps(m0, row));
@@ -78,7 +85,7 @@ inline void micro_kernel(std::size_t depth, const float* ap, const float* wp, fl
         }
         _mm512_mask_storeu_ps(row, m0, acc[r][0]);
         _mm512_mask_storeu_ps(row + 16, m1, acc[r][1]);
-    }
+    });
 }
 
 // Columns [n_begin, n_end) of C(m, ldc) = A(m, k) · W(·, k)ᵀ; A, W row-major with row stride k.

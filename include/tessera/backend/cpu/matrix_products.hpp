@@ -3,13 +3,13 @@
 // output columns (weight rows) between cores, so each core streams its own share of W.
 
 #include <tessera/backend/cpu/eigen_maps.hpp>   // ConstMatrixMap, ...
-#include <tessera/backend/cpu/gemm_avx512.hpp>  // avx512::gemm_columns
+#include <tessera/backend/cpu/matrix_products_avx512.hpp>  // avx512::gemm_columns, gemv_rows
 #include <tessera/backend/cpu/thread_pool.hpp>  // ThreadPool
 
 namespace tessera::cpu {
 
 // C(M,N) = A(M,K) · W(N,K)ᵀ + bias(N); bias may be null. C must not alias A or W.
-// With AVX-512, a packed micro-kernel (gemm_avx512.hpp) for M >= 8; otherwise, and for fewer
+// With AVX-512, a packed micro-kernel (matrix_products_avx512.hpp) for M >= 8; otherwise, and for fewer
 // rows (where packing W would cost more than it saves), Eigen.
 [[gnu::noinline]] inline void gemm(ThreadPool& pool, const float* a, const float* w, const float* bias, float* c, std::size_t m,
                  std::size_t n, std::size_t k) {
@@ -44,7 +44,12 @@ namespace tessera::cpu {
         const auto rows = static_cast<Eigen::Index>(end - begin);
         const auto first = static_cast<Eigen::Index>(begin);
         VectorMap Y(y + begin, rows);
+#if defined(__AVX512F__)
+        static_cast<void>(first);
+        avx512::gemv_rows(w, x, y, begin, end, k);
+#else
         Y.noalias() = W.middleRows(first, rows) * X;
+#endif
         if (bias != nullptr) Y += ConstVectorMap(bias + begin, rows);
     });
 }

@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <tessera/tessera.hpp>
@@ -135,22 +136,14 @@ void BM_Gelu(benchmark::State& state) {
 }
 
 // GPT-2 124M: C = 768, 4C = 3072, 3C = 2304 (fused qkv), V = 50257.
-BENCHMARK(BM_Gemv)
-    ->ArgNames({"rows", "cols"})
-    ->Args({768, 768})
-    ->Args({2304, 768})
-    ->Args({3072, 768})
-    ->Args({768, 3072})
-    ->Args({50257, 768})
-    ->UseManualTime();
-BENCHMARK(BM_GemvCold)
-    ->ArgNames({"rows", "cols"})
-    ->Args({768, 768})
-    ->Args({2304, 768})
-    ->Args({3072, 768})
-    ->Args({768, 3072})
-    ->Args({50257, 768})
-    ->UseManualTime();
+void weight_shapes(benchmark::internal::Benchmark* b) {
+    b->ArgNames({"rows", "cols"});
+    for (const auto& [rows, cols] : {std::pair{768, 768}, {2304, 768}, {3072, 768}, {768, 3072}, {50257, 768}})
+        b->Args({rows, cols});
+    b->UseManualTime();
+}
+BENCHMARK(BM_Gemv)->Apply(weight_shapes);
+BENCHMARK(BM_GemvCold)->Apply(weight_shapes);
 BENCHMARK(BM_Gemm)
     ->ArgNames({"tokens", "rows", "cols"})
     ->Args({512, 768, 768})

@@ -20,12 +20,22 @@ void fill(T& tensor, const std::vector<float>& values) {
     copy_from_host(std::span<const float>(values), tensor);
 }
 
+// got(m,n) against a(m,k) · w(n,k)ᵀ + bias. Tolerance: |err| <= 1e-5 · Σ|a·w| (plus 1e-30 for
+// exact zeros). fp32 summation of K terms errs by about √K·2⁻²⁴ of that scale (< 2e-6 for
+// K = 3072), while one wrong or missing term moves the result by about 1/K of it (>= 3e-4 for
+// K <= 3072): the bound separates rounding from bugs.
+void require_gemm_matches(const std::vector<float>& got, const std::vector<float>& a, const std::vector<float>& w,
+                          const std::vector<float>& bias, std::size_t m, std::size_t n, std::size_t k) {
+    std::vector<double> want, scale;
+    test::gemm_reference(a, w, bias, m, n, k, want, scale);
+    for (std::size_t i = 0; i < want.size(); ++i) {
+        INFO("m=" << m << " n=" << n << " k=" << k << " element " << i);
+        REQUIRE(std::fabs(got[i] - want[i]) <= 1e-5 * scale[i] + 1e-30);
+    }
+}
+
 }  // namespace
 
-// Tolerance for products: |err| <= 1e-5 · Σ|a·w| (plus 1e-30 for exact zeros). fp32 summation
-// of K terms errs by about √K·2⁻²⁴ of that scale (< 2e-6 for K = 3072), while one wrong or
-// missing term moves the result by about 1/K of it (>= 3e-4 for K <= 3072): the bound separates
-// rounding from bugs.
 TEST_CASE("gemm matches the reference", "[cpu][gemm]") {
     const unsigned threads = GENERATE(1u, 2u, 3u);
     const std::size_t m = GENERATE(1u, 3u, 17u, 70u);
@@ -40,13 +50,8 @@ TEST_CASE("gemm matches the reference", "[cpu][gemm]") {
     fill(w, wv);
     fill(bias, bv);
     gemm(cpu, a, w, bias, c);
-    std::vector<double> want, scale;
-    test::gemm_reference(av, wv, bv, m, n, k, want, scale);
-    const auto got = to_host(c);
-    for (std::size_t i = 0; i < want.size(); ++i) {
-        INFO("m=" << m << " n=" << n << " k=" << k << " threads=" << threads << " element " << i);
-        REQUIRE(std::fabs(got[i] - want[i]) <= 1e-5 * scale[i] + 1e-30);
-    }
+    INFO("threads=" << threads);
+    require_gemm_matches(to_host(c), av, wv, bv, m, n, k);
 }
 
 TEST_CASE("gemm across several packing blocks in every dimension", "[cpu][gemm]") {
@@ -64,12 +69,8 @@ TEST_CASE("gemm across several packing blocks in every dimension", "[cpu][gemm]"
     fill(w, wv);
     fill(bias, bv);
     gemm(cpu, a, w, bias, c);
-    std::vector<double> want, scale;
-    test::gemm_reference(av, wv, bv, m, n, k, want, scale);
-    for (std::size_t i = 0; i < want.size(); ++i) {
-        INFO("threads=" << threads << " element " << i);
-        REQUIRE(std::fabs(c.data()[i] - want[i]) <= 1e-5 * scale[i]);
-    }
+    INFO("threads=" << threads);
+    require_gemm_matches(to_host(c), av, wv, bv, m, n, k);
 }
 
 TEST_CASE("gemm with static weights and a dynamic sequence", "[cpu][gemm]") {
@@ -81,9 +82,7 @@ TEST_CASE("gemm with static weights and a dynamic sequence", "[cpu][gemm]") {
     fill(x, xv);
     fill(w, wv);
     gemm(cpu, x, w, y);
-    std::vector<double> want, scale;
-    test::gemm_reference(xv, wv, {}, 5, 3, 17, want, scale);
-    for (std::size_t i = 0; i < want.size(); ++i) REQUIRE(std::fabs(y.data()[i] - want[i]) <= 1e-5 * scale[i]);
+    require_gemm_matches(to_host(y), xv, wv, {}, 5, 3, 17);
 
     Tensor<float, Extents<dyn, 3>, Cpu> wrong_rows(4);
     CHECK_THROWS_WITH(gemm(cpu, x, w, wrong_rows), "gemm: c's row count is 4 but a's row count is 5");
@@ -114,12 +113,8 @@ TEST_CASE("gemv matches the reference", "[cpu][gemv]") {
     fill(x, xv);
     fill(bias, bv);
     gemv(cpu, w, x, bias, y);
-    std::vector<double> want, scale;
-    test::gemm_reference(xv, wv, bv, 1, n, k, want, scale);
-    for (std::size_t i = 0; i < n; ++i) {
-        INFO("n=" << n << " k=" << k << " threads=" << threads << " row " << i);
-        REQUIRE(std::fabs(y.data()[i] - want[i]) <= 1e-5 * scale[i] + 1e-30);
-    }
+    INFO("threads=" << threads);
+    require_gemm_matches(to_host(y), xv, wv, bv, 1, n, k);  // a gemv is a one-row gemm
     Tensor<float, Extents<dyn>, Cpu> short_x(k + 1);
     CHECK_THROWS_AS(gemv(cpu, w, short_x, y), ShapeError);
 }

@@ -6,6 +6,8 @@ set -euo pipefail
 packages=(
   cmake make g++          # the build
   libeigen3-dev           # the CPU backend's arithmetic
+  nlohmann-json3-dev      # vocab.json, config.json
+  libcli11-dev            # command-line flags of the examples
   catch2                  # unit tests (Catch2 v2.13)
   libbenchmark-dev        # microbenchmarks (Google Benchmark)
 )

@@ -16,3 +16,5 @@
 #include <tessera/ops/normalization.hpp>     // layer_norm, softmax_rows
 #include <tessera/ops/attention.hpp>         // causal_attention
 #include <tessera/ops/transfer.hpp>          // to_host, copy_from_host, convert
+#include <tessera/text/bpe_tokenizer.hpp>    // BpeTokenizer, TokenId, SpecialTokens
+#include <tessera/text/stream_decoder.hpp>   // StreamDecoder

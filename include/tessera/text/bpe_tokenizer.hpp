@@ -1,0 +1,285 @@
+#pragma once
+// BpeTokenizer: GPT-2's byte-level BPE, loaded from Hugging Face's vocab.json and merges.txt,
+// identical to OpenAI's encoder on any valid UTF-8 text.
+//
+//   text --pretokenize--> pieces --bytes as byte-level symbols--> BPE merges by rank --> ids
+//
+// BPE merges the lowest-ranked adjacent pair first, leftmost first among equals: a heap of
+// candidate pairs over a linked list of symbols, O(n log n) per piece, so a million-character
+// piece takes a moment rather than the reference algorithm's quadratic time (same result: a
+// pair containing a token can only rank after the merge that made that token).
+//
+// Invalid UTF-8 in the text is an error naming its byte offset (TokenizerError); the ids of
+// raw bytes are never guessed.
+#include <algorithm>      // std::push_heap, std::pop_heap
+#include <cstdint>        // std::int32_t, std::uint64_t
+#include <filesystem>     // std::filesystem::path
+#include <fstream>        // std::ifstream
+#include <functional>     // std::greater
+#include <optional>       // std::optional
+#include <span>           // std::span
+#include <sstream>        // std::ostringstream
+#include <string>         // std::string
+#include <string_view>    // std::string_view
+#include <unordered_map>  // std::unordered_map
+#include <vector>         // std::vector
+
+#include <nlohmann/json.hpp>  // vocab.json
+
+#include <tessera/core/error.hpp>         // FormatError, TokenizerError
+#include <tessera/text/byte_level.hpp>    // byte_to_char
+#include <tessera/text/pretokenizer.hpp>  // pretokenize
+#include <tessera/text/utf8.hpp>          // append, decode_one, sanitize
+
+namespace tessera {
+
+using TokenId = std::int32_t;
+
+// Whether special-token text such as "<|endoftext|>" in the input becomes its special id.
+enum class SpecialTokens {
+    as_text,  // encoded like any other text (the safe default for untrusted input)
+    allowed,  // recognised and mapped to the special id
+};
+
+class BpeTokenizer {
+public:
+    static constexpr std::string_view end_of_text = "<|endoftext|>";
+
+    // Throws FormatError naming the file (and line or token) when a file is missing or corrupt.
+    static BpeTokenizer from_files(const std::filesystem::path& vocab_json, const std::filesystem::path& merges_txt) {
+        return BpeTokenizer(read_file(vocab_json), vocab_json.string(), read_file(merges_txt), merges_txt.string());
+    }
+    // A Hugging Face model directory: vocab.json and merges.txt inside it.
+    static BpeTokenizer from_directory(const std::filesystem::path& dir) {
+        return from_files(dir / "vocab.json", dir / "merges.txt");
+    }
+
+    // From the files' contents; the names are for error messages.
+    BpeTokenizer(std::string_view vocab_json, const std::string& vocab_name, std::string_view merges_txt,
+                 const std::string& merges_name) {
+        load_vocab(vocab_json, vocab_name);
+        load_merges(merges_txt, merges_name);
+    }
+
+    std::size_t vocab_size() const noexcept { return tokens_.size(); }
+    // The end-of-text id from vocab.json (50256 for GPT-2), if it has one.
+    std::optional<TokenId> eos_id() const { return token_id(end_of_text); }
+    std::optional<TokenId> token_id(std::string_view token) const {
+        const auto it = ids_.find(std::string(token));
+        return it == ids_.end() ? std::nullopt : std::optional<TokenId>(it->second);
+    }
+
+    // A tokenizer and a model must agree on the vocabulary size; a mismatch is an error, since
+    // ids would silently mean other tokens.
+    void check_vocab_size(std::size_t model_vocab_size) const {
+        if (model_vocab_size != vocab_size()) {
+            throw TokenizerError("the tokenizer has " + std::to_string(vocab_size()) + " tokens but the model's vocab_size is " +
+                                 std::to_string(model_vocab_size) + ": they do not belong together");
+        }
+    }
+
+    std::vector<TokenId> encode(std::string_view text, SpecialTokens special = SpecialTokens::as_text) const {
+        std::vector<TokenId> ids;
+        WordCache cache;
+        if (special == SpecialTokens::allowed && eos_id()) {
+            // Split on the special token; encode the text between occurrences.
+            const TokenId eos = *eos_id();
+            std::size_t start = 0;
+            for (std::size_t hit = text.find(end_of_text); hit != std::string_view::npos;
+                 hit = text.find(end_of_text, start)) {
+                encode_text(text.substr(start, hit - start), ids, cache);
+                ids.push_back(eos);
+                start = hit + end_of_text.size();
+            }
+            encode_text(text.substr(start), ids, cache);
+        } else {
+            encode_text(text, ids, cache);
+        }
+        return ids;
+    }
+
+    // The exact bytes of the ids (may end inside a UTF-8 character when the ids were cut).
+    std::string decode_bytes(std::span<const TokenId> ids) const {
+        std::string out;
+        for (const TokenId id : ids) out += token_bytes(id);
+        return out;
+    }
+    // The text of the ids: invalid UTF-8 becomes U+FFFD (as Python's errors="replace").
+    std::string decode(std::span<const TokenId> ids) const { return utf8::sanitize(decode_bytes(ids)); }
+
+    // The raw bytes of one token; throws TokenizerError for an id outside the vocabulary.
+    const std::string& token_bytes(TokenId id) const {
+        if (id < 0 || static_cast<std::size_t>(id) >= bytes_.size()) {
+            throw TokenizerError("token id " + std::to_string(id) + " is outside the vocabulary (" +
+                                 std::to_string(bytes_.size()) + " tokens)");
+        }
+        return bytes_[static_cast<std::size_t>(id)];
+    }
+
+private:
+    struct Merge {
+        std::int32_t rank;
+        TokenId result;
+    };
+    using WordCache = std::unordered_map<std::string_view, std::vector<TokenId>>;
+
+    static std::uint64_t pair_key(TokenId a, TokenId b) noexcept {
+        return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(a)) << 32) | static_cast<std::uint32_t>(b);
+    }
+
+    static std::string read_file(const std::filesystem::path& path) {
+        std::ifstream in(path, std::ios::binary);
+        if (!in) throw FormatError("cannot open tokenizer file " + path.string());
+        std::ostringstream s;
+        s << in.rdbuf();
+        return s.str();
+    }
+
+    void load_vocab(std::string_view text, const std::string& name) {
+        nlohmann::json vocab;
+        try {
+            vocab = nlohmann::json::parse(text);
+        } catch (const nlohmann::json::exception& e) {
+            throw FormatError(name + ": not valid JSON: " + e.what());
+        }
+        if (!vocab.is_object() || vocab.empty()) throw FormatError(name + ": expected a JSON object of token -> id");
+        // byte-level character -> byte
+        std::unordered_map<char32_t, char> char_to_byte;
+        for (unsigned b = 0; b < 256; ++b) char_to_byte[byte_level::byte_to_char[b]] = static_cast<char>(b);
+        tokens_.assign(vocab.size(), {});
+        bytes_.assign(vocab.size(), {});
+        std::vector<bool> seen(vocab.size(), false);
+        for (const auto& [token, id_json] : vocab.items()) {
+            if (!id_json.is_number_integer()) throw FormatError(name + ": the id of token \"" + token + "\" is not an integer");
+            const auto id = id_json.get<std::int64_t>();
+            if (id < 0 || static_cast<std::size_t>(id) >= vocab.size() || seen[static_cast<std::size_t>(id)]) {
+                throw FormatError(name + ": token \"" + token + "\" has id " + std::to_string(id) +
+                                  ", but ids must be distinct and below the vocabulary size " + std::to_string(vocab.size()));
+            }
+            const auto index = static_cast<std::size_t>(id);
+            seen[index] = true;
+            tokens_[index] = token;
+            ids_.emplace(token, static_cast<TokenId>(id));
+            if (token == end_of_text) {
+                bytes_[index] = token;  // a special token decodes to its own text
+                continue;
+            }
+            for (std::size_t i = 0; i < token.size();) {
+                const utf8::Decoded d = utf8::decode_one(token, i);
+                const auto it = d.status == utf8::Status::ok ? char_to_byte.find(d.code_point) : char_to_byte.end();
+                if (it == char_to_byte.end()) {
+                    throw FormatError(name + ": token \"" + token + "\" (id " + std::to_string(id) +
+                                      ") has a character outside GPT-2's byte-level alphabet");
+                }
+                bytes_[index] += it->second;
+                i += d.length;
+            }
+        }
+        for (unsigned b = 0; b < 256; ++b) {
+            std::string ch;
+            utf8::append(ch, byte_level::byte_to_char[b]);
+            const auto it = ids_.find(ch);
+            if (it == ids_.end()) throw FormatError(name + ": the byte-level token for byte " + std::to_string(b) + " is missing");
+            byte_ids_[b] = it->second;
+        }
+    }
+
+    void load_merges(std::string_view text, const std::string& name) {
+        std::size_t line_no = 0;
+        std::int32_t rank = 0;
+        while (!text.empty()) {
+            const std::size_t eol = text.find('\n');
+            std::string_view line = text.substr(0, eol);
+            text = eol == std::string_view::npos ? std::string_view{} : text.substr(eol + 1);
+            ++line_no;
+            if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+            if (line.empty() || (line_no == 1 && line.starts_with("#version"))) continue;
+            const std::size_t space = line.find(' ');
+            if (space == std::string_view::npos || space == 0 || space + 1 == line.size() ||
+                line.find(' ', space + 1) != std::string_view::npos) {
+                throw FormatError(name + " line " + std::to_string(line_no) + ": expected two tokens separated by one space");
+            }
+            const std::string left(line.substr(0, space)), right(line.substr(space + 1));
+            const auto a = ids_.find(left), b = ids_.find(right), merged = ids_.find(left + right);
+            if (a == ids_.end() || b == ids_.end() || merged == ids_.end()) {
+                throw FormatError(name + " line " + std::to_string(line_no) + ": \"" + std::string(line) +
+                                  "\" uses or makes a token that the vocabulary does not have");
+            }
+            merges_.emplace(pair_key(a->second, b->second), Merge{rank++, merged->second});
+        }
+        if (merges_.empty()) throw FormatError(name + ": no merges");
+    }
+
+    void encode_text(std::string_view text, std::vector<TokenId>& ids, WordCache& cache) const {
+        pretokenize(text, [&](std::string_view piece) {
+            if (const auto hit = cache.find(piece); hit != cache.end()) {
+                ids.insert(ids.end(), hit->second.begin(), hit->second.end());
+                return;
+            }
+            const std::size_t before = ids.size();
+            merge(piece, ids);
+            cache.emplace(piece, std::vector<TokenId>(ids.begin() + static_cast<std::ptrdiff_t>(before), ids.end()));
+        });
+    }
+
+    // Appends the BPE tokens of one piece.
+    void merge(std::string_view piece, std::vector<TokenId>& out) const {
+        const std::size_t n = piece.size();
+        if (n == 1) {
+            out.push_back(byte_ids_[static_cast<unsigned char>(piece[0])]);
+            return;
+        }
+        struct Symbol {
+            TokenId id;
+            std::int64_t prev, next;  // -1: none
+        };
+        struct Candidate {
+            std::int32_t rank;
+            std::int64_t left;  // index of the left symbol
+            TokenId left_id, right_id;
+            bool operator>(const Candidate& o) const { return rank != o.rank ? rank > o.rank : left > o.left; }
+        };
+        std::vector<Symbol> symbols(n);
+        for (std::size_t i = 0; i < n; ++i) {
+            symbols[i] = {byte_ids_[static_cast<unsigned char>(piece[i])], static_cast<std::int64_t>(i) - 1,
+                          i + 1 < n ? static_cast<std::int64_t>(i + 1) : -1};
+        }
+        std::vector<Candidate> heap;
+        const auto consider = [&](std::int64_t left) {
+            if (left < 0) return;
+            const std::int64_t right = symbols[static_cast<std::size_t>(left)].next;
+            if (right < 0) return;
+            const TokenId a = symbols[static_cast<std::size_t>(left)].id, b = symbols[static_cast<std::size_t>(right)].id;
+            const auto it = merges_.find(pair_key(a, b));
+            if (it == merges_.end()) return;
+            heap.push_back({it->second.rank, left, a, b});
+            std::push_heap(heap.begin(), heap.end(), std::greater<>{});
+        };
+        for (std::size_t i = 0; i + 1 < n; ++i) consider(static_cast<std::int64_t>(i));
+        while (!heap.empty()) {
+            std::pop_heap(heap.begin(), heap.end(), std::greater<>{});
+            const Candidate c = heap.back();
+            heap.pop_back();
+            Symbol& left = symbols[static_cast<std::size_t>(c.left)];
+            // Stale when either side has been merged away or changed since it was pushed.
+            if (left.id != c.left_id || left.next < 0) continue;
+            Symbol& right = symbols[static_cast<std::size_t>(left.next)];
+            if (right.id != c.right_id) continue;
+            left.id = merges_.find(pair_key(c.left_id, c.right_id))->second.result;
+            right.id = -1;  // dead
+            left.next = right.next;
+            if (right.next >= 0) symbols[static_cast<std::size_t>(right.next)].prev = c.left;
+            consider(left.prev);
+            consider(c.left);
+        }
+        for (std::int64_t i = 0; i >= 0; i = symbols[static_cast<std::size_t>(i)].next) out.push_back(symbols[static_cast<std::size_t>(i)].id);
+    }
+
+    std::vector<std::string> tokens_;  // id -> byte-level token text (as in vocab.json)
+    std::vector<std::string> bytes_;   // id -> raw bytes
+    std::unordered_map<std::string, TokenId> ids_;
+    std::unordered_map<std::uint64_t, Merge> merges_;  // (left id, right id) -> rank, result
+    TokenId byte_ids_[256] = {};
+};
+
+}  // namespace tessera

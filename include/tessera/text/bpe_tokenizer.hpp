@@ -47,7 +47,9 @@ public:
 
     // Throws FormatError naming the file (and line or token) when a file is missing or corrupt.
     static BpeTokenizer from_files(const std::filesystem::path& vocab_json, const std::filesystem::path& merges_txt) {
-        return BpeTokenizer(read_file(vocab_json), vocab_json.string(), read_file(merges_txt), merges_txt.string());
+        std::string vocab = read_file(vocab_json);  // in this order, so a missing vocab is reported first
+        std::string merges = read_file(merges_txt);
+        return BpeTokenizer(vocab, vocab_json.string(), merges, merges_txt.string());
     }
     // A Hugging Face model directory: vocab.json and merges.txt inside it.
     static BpeTokenizer from_directory(const std::filesystem::path& dir) {

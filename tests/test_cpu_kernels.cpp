@@ -34,6 +34,18 @@ void require_gemm_matches(const std::vector<float>& got, const std::vector<float
     }
 }
 
+// Fills a, w and bias with random values, runs gemm, checks c.
+template <class A, class W, class Bias, class C>
+void check_gemm_case(Cpu& cpu, A& a, W& w, Bias& bias, C& c, std::uint64_t seed) {
+    const auto av = random_values(a.size(), seed), wv = random_values(w.size(), seed + 1),
+               bv = random_values(bias.size(), seed + 2);
+    fill(a, av);
+    fill(w, wv);
+    fill(bias, bv);
+    gemm(cpu, a, w, bias, c);
+    require_gemm_matches(to_host(c), av, wv, bv, a.extent(0), w.extent(0), a.extent(1));
+}
+
 }  // namespace
 
 TEST_CASE("gemm matches the reference", "[cpu][gemm]") {
@@ -45,13 +57,8 @@ TEST_CASE("gemm matches the reference", "[cpu][gemm]") {
     Cpu cpu(threads);
     Tensor<float, Extents<dyn, dyn>, Cpu> a(m, k), w(n, k), c(m, n);
     Tensor<float, Extents<dyn>, Cpu> bias(with_bias ? n : 0);
-    const auto av = random_values(m * k, 1), wv = random_values(n * k, 2), bv = random_values(bias.size(), 3);
-    fill(a, av);
-    fill(w, wv);
-    fill(bias, bv);
-    gemm(cpu, a, w, bias, c);
     INFO("threads=" << threads);
-    require_gemm_matches(to_host(c), av, wv, bv, m, n, k);
+    check_gemm_case(cpu, a, w, bias, c, 1);
 }
 
 TEST_CASE("gemm across several packing blocks in every dimension", "[cpu][gemm]") {
@@ -64,13 +71,8 @@ TEST_CASE("gemm across several packing blocks in every dimension", "[cpu][gemm]"
     Tensor<float, Extents<n, k>, Cpu> w;
     Tensor<float, Extents<n>, Cpu> bias;
     Tensor<float, Extents<dyn, n>, Cpu> c(m);
-    const auto av = random_values(m * k, 21), wv = random_values(n * k, 22), bv = random_values(n, 23);
-    fill(a, av);
-    fill(w, wv);
-    fill(bias, bv);
-    gemm(cpu, a, w, bias, c);
     INFO("threads=" << threads);
-    require_gemm_matches(to_host(c), av, wv, bv, m, n, k);
+    check_gemm_case(cpu, a, w, bias, c, 21);
 }
 
 TEST_CASE("gemm with static weights and a dynamic sequence", "[cpu][gemm]") {

@@ -10,6 +10,9 @@ packages=(
   libcli11-dev            # command-line flags of the examples
   catch2                  # unit tests (Catch2 v2.13)
   libbenchmark-dev        # microbenchmarks (Google Benchmark)
+  python3-numpy           # tools/gpt2_reference.py: the float64 GPT-2 reference and test checkpoints
+  python3-regex           # tools/gpt2_encoder.py: the reference tokenizer (fixture regeneration)
+  unicode-data            # tools/gen_unicode_tables.py (table regeneration)
 )
 
 missing=()

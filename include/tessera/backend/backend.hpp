@@ -6,6 +6,8 @@
 // instantiates each kernel once; the static shape checks happen one level up, in ops/.
 // All kernels allow the output to alias an input of the same shape (in-place use).
 #include <concepts>  // std::same_as
+#include <cstdint>   // std::int32_t
+#include <span>      // std::span
 
 #include <tessera/core/concepts.hpp>     // StorageBackend
 #include <tessera/core/tensor_view.hpp>  // MatrixView, VectorView, Tensor3View
@@ -47,6 +49,11 @@ template <class B>
 concept HasCausalAttention = requires(B& b, Tensor3View<const float, B> q, Tensor3View<const float, B> kv,
                                       Tensor3View<float, B> out) { b.causal_attention(q, kv, kv, out); };
 
+// out(T, C) = table rows ids[0..T) (the embedding lookup); ids live on the host and are in range.
+template <class B>
+concept HasGatherRows = requires(B& b, MatrixView<const float, B> table, std::span<const std::int32_t> ids,
+                                 MatrixView<float, B> out) { b.gather_rows(table, ids, out); };
+
 // Copies between host memory and the backend's memory.
 template <class B>
 concept HasTransfers = requires(const float* src, float* dst, std::size_t n) {
@@ -56,6 +63,6 @@ concept HasTransfers = requires(const float* src, float* dst, std::size_t n) {
 
 template <class B>
 concept Backend = StorageBackend<B> && HasTransfers<B> && HasGemm<B> && HasGemv<B> && HasAdd<B> && HasLayerNorm<B> &&
-                  HasGelu<B> && HasSoftmax<B> && HasCausalAttention<B>;
+                  HasGelu<B> && HasSoftmax<B> && HasCausalAttention<B> && HasGatherRows<B>;
 
 }  // namespace tessera

@@ -3,7 +3,9 @@
 // the cores. An instance owns the threads (and per-thread scratch); Tensors only need the type.
 #include <algorithm>  // std::copy_n, std::max
 #include <cstddef>    // std::size_t
+#include <cstdint>    // std::int32_t
 #include <memory>     // std::unique_ptr
+#include <span>       // std::span
 #include <thread>     // std::thread::hardware_concurrency
 #include <vector>     // std::vector
 
@@ -73,6 +75,12 @@ public:
         }
         cpu::causal_attention(*pool_, scratch_, q.data(), k.data(), v.data(), out.data(), q.extent(0), tk, q.extent(1),
                               q.extent(2));
+    }
+
+    void gather_rows(MatrixView<const float, Cpu> table, std::span<const std::int32_t> ids, MatrixView<float, Cpu> out) {
+        const std::size_t c = table.extent(1);
+        for (std::size_t i = 0; i < ids.size(); ++i)
+            std::copy_n(table.data() + static_cast<std::size_t>(ids[i]) * c, c, out.data() + i * c);
     }
 
 private:

@@ -8,11 +8,32 @@
 
 namespace tessera::cpu {
 
+// y(N) = W(N,K) · x(K) + bias(N); bias may be null. y must not alias x or W.
+[[gnu::noinline]] inline void gemv(ThreadPool& pool, const float* w, const float* x, const float* bias, float* y, std::size_t n,
+                 std::size_t k) {
+    const ConstMatrixMap W(w, static_cast<Eigen::Index>(n), static_cast<Eigen::Index>(k));
+    const ConstVectorMap X(x, static_cast<Eigen::Index>(k));
+    // 16 rows per chunk keeps the row-blocked inner kernel on full blocks.
+    pool.parallel_for(n, 16, [&](std::size_t begin, std::size_t end) {
+        const auto rows = static_cast<Eigen::Index>(end - begin);
+        const auto first = static_cast<Eigen::Index>(begin);
+        VectorMap Y(y + begin, rows);
+#if defined(__AVX512F__)
+        static_cast<void>(first);
+        avx512::gemv_rows(w, x, y, begin, end, k);
+#else
+        Y.noalias() = W.middleRows(first, rows) * X;
+#endif
+        if (bias != nullptr) Y += ConstVectorMap(bias + begin, rows);
+    });
+}
+
 // C(M,N) = A(M,K) · W(N,K)ᵀ + bias(N); bias may be null. C must not alias A or W.
 // With AVX-512, a packed micro-kernel (matrix_products_avx512.hpp) for M >= 8; otherwise, and for fewer
 // rows (where packing W would cost more than it saves), Eigen.
 [[gnu::noinline]] inline void gemm(ThreadPool& pool, const float* a, const float* w, const float* bias, float* c, std::size_t m,
                  std::size_t n, std::size_t k) {
+    if (m == 1) return gemv(pool, w, a, bias, c, n, k);  // one row: the decode step's product
     const ConstMatrixMap A(a, static_cast<Eigen::Index>(m), static_cast<Eigen::Index>(k));
     const ConstMatrixMap W(w, static_cast<Eigen::Index>(n), static_cast<Eigen::Index>(k));
     MatrixMap C(c, static_cast<Eigen::Index>(m), static_cast<Eigen::Index>(n));
@@ -31,26 +52,6 @@ namespace tessera::cpu {
         block.noalias() = A * W.middleRows(first, cols).transpose();
 #endif
         if (bias != nullptr) block.rowwise() += ConstVectorMap(bias + begin, cols).transpose();
-    });
-}
-
-// y(N) = W(N,K) · x(K) + bias(N); bias may be null. y must not alias x or W.
-[[gnu::noinline]] inline void gemv(ThreadPool& pool, const float* w, const float* x, const float* bias, float* y, std::size_t n,
-                 std::size_t k) {
-    const ConstMatrixMap W(w, static_cast<Eigen::Index>(n), static_cast<Eigen::Index>(k));
-    const ConstVectorMap X(x, static_cast<Eigen::Index>(k));
-    // 16 rows per chunk keeps the row-blocked inner kernel on full blocks.
-    pool.parallel_for(n, 16, [&](std::size_t begin, std::size_t end) {
-        const auto rows = static_cast<Eigen::Index>(end - begin);
-        const auto first = static_cast<Eigen::Index>(begin);
-        VectorMap Y(y + begin, rows);
-#if defined(__AVX512F__)
-        static_cast<void>(first);
-        avx512::gemv_rows(w, x, y, begin, end, k);
-#else
-        Y.noalias() = W.middleRows(first, rows) * X;
-#endif
-        if (bias != nullptr) Y += ConstVectorMap(bias + begin, rows);
     });
 }
 

@@ -8,6 +8,8 @@
 #endif
 #include <cmath>           // std::sqrt
 #include <cstddef>         // std::size_t
+#include <cstdint>         // std::int32_t
+#include <span>            // std::span
 #include <cublas_v2.h>     // cuBLAS
 #include <cuda_runtime.h>  // cudaMemcpy, streams
 #include <string>          // std::to_string
@@ -149,6 +151,15 @@ public:
             q.data(), k.data(), v.data(), out.data(), scores_.data(), tq, tk, heads, dim,
             1.0f / std::sqrt(static_cast<float>(dim)));
         gpu::check_launch("causal_attention_kernel");
+    }
+
+    void gather_rows(MatrixView<const float, Cuda> table, std::span<const std::int32_t> ids, MatrixView<float, Cuda> out) {
+        const std::size_t c = table.extent(1);
+        for (std::size_t i = 0; i < ids.size(); ++i) {
+            gpu::check(cudaMemcpyAsync(out.data() + i * c, table.data() + static_cast<std::size_t>(ids[i]) * c,
+                                       c * sizeof(float), cudaMemcpyDeviceToDevice, stream_),
+                       "cudaMemcpyAsync (gather_rows)");
+        }
     }
 
 private:

@@ -1,0 +1,188 @@
+#pragma once
+// Reading a .safetensors file: an 8-byte little-endian header length N, N bytes of JSON
+// ({"name": {"dtype", "shape", "data_offsets": [begin, end]}, "__metadata__": {...}}), then the
+// data region. Every field is validated before any tensor is read: a truncated or corrupt file
+// is a FormatError naming the file and the tensor, never an out-of-bounds read.
+#include <algorithm>    // std::sort
+#include <cstddef>      // std::byte, std::size_t
+#include <cstdint>      // std::uint64_t, std::uint16_t
+#include <cstring>      // std::memcpy
+#include <filesystem>   // std::filesystem::path
+#include <map>          // std::map
+#include <span>         // std::span
+#include <string>       // std::string
+#include <string_view>  // std::string_view
+#include <vector>       // std::vector
+
+#include <nlohmann/json.hpp>  // the header
+
+#include <tessera/core/dtype.hpp>    // bf16, f16
+#include <tessera/core/error.hpp>    // FormatError
+#include <tessera/io/mapped_file.hpp>  // MappedFile
+
+namespace tessera::io {
+
+enum class DType { f32, f16, bf16 };
+
+inline std::size_t dtype_size(DType t) noexcept { return t == DType::f32 ? 4 : 2; }
+
+struct TensorInfo {
+    std::string name;
+    DType dtype;
+    std::vector<std::size_t> shape;
+    std::size_t begin = 0, end = 0;  // byte offsets within the data region
+    std::size_t elements() const noexcept {
+        std::size_t n = 1;
+        for (const std::size_t d : shape) n *= d;
+        return n;
+    }
+};
+
+// "[768, 2304]" for messages.
+inline std::string shape_string(const std::vector<std::size_t>& shape) {
+    std::string s = "[";
+    for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+    return s + "]";
+}
+
+class SafetensorsFile {
+public:
+    static constexpr std::size_t max_header_bytes = 100 << 20;  // the format's own limit
+
+    explicit SafetensorsFile(const std::filesystem::path& path) : file_(path) { parse(); }
+
+    const std::string& path() const noexcept { return file_.path(); }
+    bool contains(std::string_view name) const { return tensors_.find(std::string(name)) != tensors_.end(); }
+    const TensorInfo& info(std::string_view name) const {
+        const auto it = tensors_.find(std::string(name));
+        if (it == tensors_.end()) throw FormatError(path() + ": tensor '" + std::string(name) + "' is missing");
+        return it->second;
+    }
+    std::vector<std::string> names() const {
+        std::vector<std::string> out;
+        for (const auto& [name, _] : tensors_) out.push_back(name);
+        return out;
+    }
+
+    // The tensor's elements widened to float, in file order; dst must hold exactly that many.
+    // The file's pages for the tensor are released afterwards (see MappedFile::release).
+    void read_float(const TensorInfo& t, std::span<float> dst) const {
+        if (dst.size() != t.elements()) {
+            throw FormatError(path() + ": tensor '" + t.name + "' has " + std::to_string(t.elements()) +
+                              " elements but " + std::to_string(dst.size()) + " were expected");
+        }
+        const std::byte* src = file_.bytes().data() + data_start_ + t.begin;
+        switch (t.dtype) {
+            case DType::f32:
+                std::memcpy(dst.data(), src, dst.size() * sizeof(float));  // little-endian host assumed
+                break;
+            case DType::f16:
+                widen<f16>(src, dst);
+                break;
+            case DType::bf16:
+                widen<bf16>(src, dst);
+                break;
+        }
+        file_.release(data_start_ + t.begin, t.end - t.begin);
+    }
+
+private:
+    template <class Half>
+    static void widen(const std::byte* src, std::span<float> dst) {
+        for (std::size_t i = 0; i < dst.size(); ++i) {
+            std::uint16_t bits;
+            std::memcpy(&bits, src + 2 * i, 2);
+            dst[i] = static_cast<float>(Half::from_bits(bits));
+        }
+    }
+
+    [[noreturn]] void fail(const std::string& what) const { throw FormatError(path() + ": " + what); }
+
+    void parse() {
+        const auto bytes = file_.bytes();
+        if (bytes.size() < 8) {
+            fail("truncated: " + std::to_string(bytes.size()) + " bytes, but a safetensors file starts with an 8-byte header length");
+        }
+        std::uint64_t n = 0;
+        for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<std::uint8_t>(bytes[static_cast<std::size_t>(i)]);
+        if (n > bytes.size() - 8) {
+            fail("header length " + std::to_string(n) + " runs past the end of the file (" + std::to_string(bytes.size()) + " bytes)");
+        }
+        if (n > max_header_bytes) fail("header length " + std::to_string(n) + " exceeds the format's 100 MB limit");
+        data_start_ = 8 + static_cast<std::size_t>(n);
+        const std::size_t data_size = bytes.size() - data_start_;
+        nlohmann::json header;
+        try {
+            header = nlohmann::json::parse(std::string_view(reinterpret_cast<const char*>(bytes.data()) + 8, n));
+        } catch (const nlohmann::json::exception& e) {
+            fail(std::string("header is not valid JSON: ") + e.what());
+        }
+        if (!header.is_object()) fail("header is not a JSON object");
+        for (const auto& [name, entry] : header.items()) {
+            if (name == "__metadata__") continue;
+            tensors_.emplace(name, parse_entry(name, entry, data_size));
+        }
+        // Tensors must not share bytes.
+        std::vector<const TensorInfo*> by_offset;
+        for (const auto& [_, t] : tensors_) by_offset.push_back(&t);
+        std::sort(by_offset.begin(), by_offset.end(), [](auto* a, auto* b) { return a->begin < b->begin; });
+        for (std::size_t i = 1; i < by_offset.size(); ++i) {
+            if (by_offset[i]->begin < by_offset[i - 1]->end) {
+                fail("tensors '" + by_offset[i - 1]->name + "' and '" + by_offset[i]->name + "' overlap in the data region");
+            }
+        }
+    }
+
+    TensorInfo parse_entry(const std::string& name, const nlohmann::json& e, std::size_t data_size) const {
+        const auto bad = [&](const std::string& what) { fail("tensor '" + name + "': " + what); };
+        if (!e.is_object() || !e.contains("dtype") || !e.contains("shape") || !e.contains("data_offsets")) {
+            bad("expected an object with dtype, shape and data_offsets");
+        }
+        TensorInfo t;
+        t.name = name;
+        const auto& dtype = e["dtype"];
+        if (!dtype.is_string()) bad("dtype is not a string");
+        const std::string d = dtype.get<std::string>();
+        if (d == "F32") {
+            t.dtype = DType::f32;
+        } else if (d == "F16") {
+            t.dtype = DType::f16;
+        } else if (d == "BF16") {
+            t.dtype = DType::bf16;
+        } else {
+            bad("dtype " + d + " is not supported (F32, F16, BF16 are)");
+        }
+        const auto& shape = e["shape"];
+        if (!shape.is_array()) bad("shape is not an array");
+        std::size_t elements = 1;
+        for (const auto& dim : shape) {
+            if (!dim.is_number_unsigned()) bad("shape has an entry that is not a non-negative integer");
+            const auto v = dim.get<std::uint64_t>();
+            if (v != 0 && elements > (std::size_t{1} << 48) / v) bad("shape is too large");
+            elements *= static_cast<std::size_t>(v);
+            t.shape.push_back(static_cast<std::size_t>(v));
+        }
+        const auto& off = e["data_offsets"];
+        if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() || !off[1].is_number_unsigned()) {
+            bad("data_offsets is not a pair of non-negative integers");
+        }
+        const auto begin = off[0].get<std::uint64_t>(), end = off[1].get<std::uint64_t>();
+        if (begin > end || end > data_size) {
+            bad("data_offsets [" + std::to_string(begin) + ", " + std::to_string(end) + "] lie outside the data region (" +
+                std::to_string(data_size) + " bytes)");
+        }
+        t.begin = static_cast<std::size_t>(begin);
+        t.end = static_cast<std::size_t>(end);
+        if (t.end - t.begin != elements * dtype_size(t.dtype)) {
+            bad("holds " + std::to_string(t.end - t.begin) + " bytes but shape " + shape_string(t.shape) + " of " + d +
+                " needs " + std::to_string(elements * dtype_size(t.dtype)));
+        }
+        return t;
+    }
+
+    MappedFile file_;
+    std::size_t data_start_ = 0;
+    std::map<std::string, TensorInfo> tensors_;
+};
+
+}  // namespace tessera::io

@@ -1,0 +1,47 @@
+#pragma once
+// CausalSelfAttention: q, k, v projections (Hugging Face's fused c_attn split in three at load),
+// causal multi-head attention over the KV cache, output projection.
+#include <cstddef>  // std::size_t
+
+#include <tessera/core/tensor.hpp>     // TensorView
+#include <tessera/nn/kv_cache.hpp>     // KvCache
+#include <tessera/nn/linear.hpp>       // Linear
+#include <tessera/nn/parameter.hpp>    // WeightSource
+#include <tessera/ops/attention.hpp>   // causal_attention
+
+namespace tessera {
+
+template <std::size_t C, std::size_t H, std::size_t Ctx, class B>
+struct CausalSelfAttention {
+    static constexpr std::size_t head_dim = C / H;
+    using Cache = KvCache<Ctx, H, head_dim, B>;
+
+    Linear<C, C, B> query, key, value;  // c_attn's three thirds
+    Linear<C, C, B> proj;               // c_proj
+
+    void load(const WeightSource& src) {
+        query.load_conv1d(src, "c_attn", 3 * C, 0);
+        key.load_conv1d(src, "c_attn", 3 * C, C);
+        value.load_conv1d(src, "c_attn", 3 * C, 2 * C);
+        proj.load_conv1d(src, "c_proj");
+    }
+
+    // out(T, C) for x(T, C) at positions [first, first + T); appends k and v to the cache.
+    // q and att are (T, C) scratch. out may not be x.
+    template <class Backend, class X, class Scratch, class Out>
+    void operator()(Backend& backend, const X& x, Cache& cache, std::size_t first, Scratch q, Scratch att,
+                    Out&& out) const {
+        const std::size_t t = x.extent(0);
+        query(backend, x, q);
+        key(backend, x, Cache::matrix_rows(cache.keys, first, t));
+        value(backend, x, Cache::matrix_rows(cache.values, first, t));
+        const auto heads = [t](auto m) {  // (T, C) -> (T, H, D)
+            return TensorView<float, Extents<dyn, H, head_dim>, Backend>(m.data(), Extents<dyn, H, head_dim>(t));
+        };
+        causal_attention(backend, heads(q), Cache::rows(cache.keys, 0, first + t), Cache::rows(cache.values, 0, first + t),
+                         heads(att));
+        proj(backend, att, out);
+    }
+};
+
+}  // namespace tessera

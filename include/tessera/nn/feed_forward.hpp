@@ -1,0 +1,30 @@
+#pragma once
+// FeedForward: C -> Inner (GELU, tanh form) -> C, GPT-2's MLP.
+#include <cstddef>  // std::size_t
+
+#include <tessera/nn/linear.hpp>         // Linear
+#include <tessera/nn/parameter.hpp>      // WeightSource
+#include <tessera/ops/elementwise.hpp>   // gelu
+
+namespace tessera {
+
+template <std::size_t C, std::size_t Inner, class B>
+struct FeedForward {
+    Linear<C, Inner, B> up;    // c_fc
+    Linear<Inner, C, B> down;  // c_proj
+
+    void load(const WeightSource& src) {
+        up.load_conv1d(src, "c_fc");
+        down.load_conv1d(src, "c_proj");
+    }
+
+    // out(T, C) from x(T, C); hidden is (T, Inner) scratch.
+    template <class Backend, class X, class Hidden, class Out>
+    void operator()(Backend& backend, const X& x, Hidden hidden, Out&& out) const {
+        up(backend, x, hidden);
+        gelu(backend, hidden, hidden);
+        down(backend, hidden, out);
+    }
+};
+
+}  // namespace tessera

@@ -1,0 +1,39 @@
+#pragma once
+// Linear<In, Out>: y = x · Wᵀ + b with W stored [out, in] (each output's weights contiguous).
+#include <algorithm>  // std::copy_n
+#include <cstddef>    // std::size_t
+#include <span>       // std::span
+#include <vector>     // std::vector
+
+#include <tessera/core/tensor.hpp>             // Tensor
+#include <tessera/nn/parameter.hpp>            // WeightSource
+#include <tessera/ops/matrix_products.hpp>     // gemm
+#include <tessera/ops/transfer.hpp>            // copy_from_host
+
+namespace tessera {
+
+template <std::size_t In, std::size_t Out, class B>
+struct Linear {
+    Tensor<float, Extents<Out, In>, B> weight;  // (Out, In)
+    Tensor<float, Extents<Out>, B> bias;        // (Out)
+
+    // From a Hugging Face Conv1D: weight [in, total] and bias [total] at `name`, of which this
+    // layer takes the columns [first, first + Out) (c_attn packs q, k and v side by side).
+    void load_conv1d(const WeightSource& src, const std::string& name, std::size_t total = Out, std::size_t first = 0) {
+        const std::vector<float> w = src.read(name + ".weight", {In, total});
+        const std::vector<float> b = src.read(name + ".bias", {total});
+        std::vector<float> wt(Out * In);  // [out][in]
+        for (std::size_t i = 0; i < In; ++i)
+            for (std::size_t o = 0; o < Out; ++o) wt[o * In + i] = w[i * total + first + o];
+        copy_from_host(std::span<const float>(wt), weight);
+        copy_from_host(std::span<const float>(b.data() + first, Out), bias);
+    }
+
+    // y(T, Out) = x(T, In) · Wᵀ + b.
+    template <class Backend, TensorLike X, TensorLike Y>
+    void operator()(Backend& backend, const X& x, Y&& y) const {
+        gemm(backend, x, weight, bias, y);
+    }
+};
+
+}  // namespace tessera

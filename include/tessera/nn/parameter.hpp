@@ -1,0 +1,42 @@
+#pragma once
+// Loading one named weight from a checkpoint into a tensor, checking its shape, optionally
+// transposing it (Hugging Face's Conv1D stores [in, out]; tessera keeps [out, in]).
+#include <cstddef>  // std::size_t
+#include <span>     // std::span
+#include <string>   // std::string
+#include <vector>   // std::vector
+
+#include <tessera/core/error.hpp>    // FormatError
+#include <tessera/io/safetensors.hpp>  // SafetensorsFile, TensorInfo
+
+namespace tessera {
+
+// Where a layer finds its weights: the file and the prefix of its names ("h.3.attn.").
+struct WeightSource {
+    const io::SafetensorsFile& file;
+    std::string prefix;
+
+    WeightSource sub(const std::string& name) const { return {file, prefix + name}; }
+
+    // The elements of `name`, which must have exactly `shape`, as float in file order.
+    std::vector<float> read(const std::string& name, const std::vector<std::size_t>& shape) const {
+        const io::TensorInfo& t = file.info(prefix + name);
+        if (t.shape != shape) {
+            throw FormatError(file.path() + ": tensor '" + t.name + "' has shape " + io::shape_string(t.shape) +
+                              " but config.json implies " + io::shape_string(shape));
+        }
+        std::vector<float> host(t.elements());
+        file.read_float(t, host);
+        return host;
+    }
+};
+
+// Copies rows x cols (row-major) transposed: dst[c][r] = src[r][c].
+inline std::vector<float> transposed(const std::vector<float>& src, std::size_t rows, std::size_t cols) {
+    std::vector<float> dst(src.size());
+    for (std::size_t r = 0; r < rows; ++r)
+        for (std::size_t c = 0; c < cols; ++c) dst[c * rows + r] = src[r * cols + c];
+    return dst;
+}
+
+}  // namespace tessera

@@ -1,0 +1,63 @@
+#pragma once
+// Position encodings, added to the token embeddings: learned (GPT-2's wpe table) or sinusoidal
+// (the original Transformer's fixed PE(pos, 2i) = sin(pos / 10000^(2i/C)), PE(pos, 2i+1) = cos(...)).
+// Both satisfy PositionEncoding, so a model takes either as a policy.
+#include <cmath>    // std::sin, std::cos, std::pow
+#include <concepts> // std::same_as
+#include <cstddef>  // std::size_t
+#include <span>     // std::span
+#include <string>   // std::string
+#include <vector>   // std::vector
+
+#include <tessera/core/tensor.hpp>        // Tensor
+#include <tessera/nn/parameter.hpp>       // WeightSource
+#include <tessera/ops/elementwise.hpp>    // add
+#include <tessera/ops/transfer.hpp>       // copy_from_host
+
+namespace tessera {
+
+namespace detail {
+// x(T, C) += table rows [first, first + T).
+template <class Backend, class Table, TensorLike X>
+void add_position_rows(Backend& backend, const Table& table, X&& x, std::size_t first) {
+    const std::size_t t = x.extent(0);
+    add(backend, x, table.view().rows(first, t), x);
+}
+}  // namespace detail
+
+template <std::size_t Ctx, std::size_t C, class B>
+struct LearnedPositions {
+    Tensor<float, Extents<Ctx, C>, B> table;  // (Ctx, C), "wpe" in GPT-2 checkpoints
+
+    void load(const WeightSource& src, const std::string& name) {
+        copy_from_host(std::span<const float>(src.read(name, {Ctx, C})), table);
+    }
+    template <class Backend, TensorLike X>
+    void add_to(Backend& backend, X&& x, std::size_t first_position) const {
+        detail::add_position_rows(backend, table, x, first_position);
+    }
+};
+
+template <std::size_t Ctx, std::size_t C, class B>
+struct SinusoidalPositions {
+    Tensor<float, Extents<Ctx, C>, B> table;  // (Ctx, C), computed, not loaded
+
+    SinusoidalPositions() {
+        std::vector<float> host(Ctx * C);
+        for (std::size_t pos = 0; pos < Ctx; ++pos) {
+            for (std::size_t i = 0; 2 * i < C; ++i) {
+                const double angle = static_cast<double>(pos) / std::pow(10000.0, 2.0 * static_cast<double>(i) / C);
+                host[pos * C + 2 * i] = static_cast<float>(std::sin(angle));
+                if (2 * i + 1 < C) host[pos * C + 2 * i + 1] = static_cast<float>(std::cos(angle));
+            }
+        }
+        copy_from_host(std::span<const float>(host), table);
+    }
+    void load(const WeightSource&, const std::string&) {}  // nothing to load
+    template <class Backend, TensorLike X>
+    void add_to(Backend& backend, X&& x, std::size_t first_position) const {
+        detail::add_position_rows(backend, table, x, first_position);
+    }
+};
+
+}  // namespace tessera

@@ -1,0 +1,133 @@
+// Corrupt and mismatched checkpoints: each is a FormatError whose message names the file and
+// the tensor or value, never a crash or an out-of-bounds read (this test also runs under
+// AddressSanitizer: test_checkpoint_errors_asan).
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <tessera/models/load_gpt2.hpp>
+#include <tessera/tessera.hpp>
+
+using namespace tessera;
+namespace fs = std::filesystem;
+
+namespace {
+
+const fs::path tiny = fs::path(TESSERA_GPT2_FIXTURES) / "tiny";
+
+std::string read(const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+void write(const fs::path& p, const std::string& bytes) {
+    std::ofstream(p, std::ios::binary) << bytes;
+}
+
+// A scratch model directory: tiny's config.json and a checkpoint with the given bytes.
+fs::path model_dir(const std::string& name, const std::string& safetensors, const std::string& config = read(tiny / "config.json")) {
+    const fs::path dir = fs::temp_directory_path() / ("tessera_bad_" + name);
+    fs::create_directories(dir);
+    write(dir / "model.safetensors", safetensors);
+    write(dir / "config.json", config);
+    return dir;
+}
+
+// tiny's checkpoint with its JSON header edited by `edit` (the length prefix is rewritten).
+template <class Edit>
+std::string with_header(Edit edit) {
+    const std::string bytes = read(tiny / "model.safetensors");
+    std::uint64_t n = 0;
+    for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<unsigned char>(bytes[static_cast<std::size_t>(i)]);
+    std::string header = bytes.substr(8, n);
+    edit(header);
+    std::string out(8, '\0');
+    for (int i = 0; i < 8; ++i) out[static_cast<std::size_t>(i)] = static_cast<char>((header.size() >> (8 * i)) & 0xff);
+    return out + header + bytes.substr(8 + n);
+}
+
+void replace(std::string& s, const std::string& from, const std::string& to) {
+    const auto at = s.find(from);
+    REQUIRE(at != std::string::npos);
+    s.replace(at, from.size(), to);
+}
+
+void load(const fs::path& dir) {
+    Cpu cpu(1);
+    load_gpt2(cpu, dir, [](auto&) {});
+}
+
+}  // namespace
+
+TEST_CASE("A valid checkpoint loads (the baseline of the corruptions below)", "[checkpoint]") {
+    CHECK_NOTHROW(load(model_dir("valid", read(tiny / "model.safetensors"))));
+}
+
+TEST_CASE("Truncated files and impossible header lengths", "[checkpoint]") {
+    const std::string full = read(tiny / "model.safetensors");
+    CHECK_THROWS_WITH(load(model_dir("short", full.substr(0, 5))),
+                      Catch::Contains("model.safetensors: truncated: 5 bytes"));
+    CHECK_THROWS_WITH(load(model_dir("header_past_end", std::string("\xff\xff\x00\x00\x00\x00\x00\x00", 8) + "{}")),
+                      Catch::Contains("header length 65535 runs past the end of the file (10 bytes)"));
+    // The data region cut short: offsets now point past the end.
+    CHECK_THROWS_WITH(load(model_dir("cut_data", full.substr(0, full.size() - 100))),
+                      Catch::Contains("lie outside the data region"));
+}
+
+TEST_CASE("Malformed headers", "[checkpoint]") {
+    CHECK_THROWS_WITH(load(model_dir("bad_json", with_header([](std::string& h) { h[0] = 'x'; }))),
+                      Catch::Contains("header is not valid JSON"));
+    CHECK_THROWS_WITH(load(model_dir("bad_dtype", with_header([](std::string& h) {
+                          replace(h, R"("ln_f.bias":{"dtype":"F32")", R"("ln_f.bias":{"dtype":"F64")");
+                      }))),
+                      Catch::Contains("tensor 'ln_f.bias': dtype F64 is not supported"));
+    CHECK_THROWS_WITH(load(model_dir("bad_size", with_header([](std::string& h) {
+                          replace(h, R"("ln_f.bias":{"dtype":"F32","shape":[64])", R"("ln_f.bias":{"dtype":"F32","shape":[65])");
+                      }))),
+                      Catch::Contains("tensor 'ln_f.bias': holds 256 bytes but shape [65] of F32 needs 260"));
+}
+
+TEST_CASE("Overlapping and out-of-range data offsets", "[checkpoint]") {
+    const std::string two = R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                            R"("b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})";
+    std::string file(8, '\0');
+    file[0] = static_cast<char>(two.size());
+    CHECK_THROWS_WITH(io::SafetensorsFile(model_dir("overlap", file + two + std::string(16, '\0')) / "model.safetensors"),
+                      Catch::Contains("tensors 'a' and 'b' overlap"));
+    const std::string far = R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[8,16]}})";
+    std::string file2(8, '\0');
+    file2[0] = static_cast<char>(far.size());
+    CHECK_THROWS_WITH(io::SafetensorsFile(model_dir("far", file2 + far + std::string(8, '\0')) / "model.safetensors"),
+                      Catch::Contains("tensor 'a': data_offsets [8, 16] lie outside the data region (8 bytes)"));
+}
+
+TEST_CASE("Missing tensors and shapes that disagree with config.json", "[checkpoint]") {
+    CHECK_THROWS_WITH(load(model_dir("missing", with_header([](std::string& h) { replace(h, "\"ln_f.bias\"", "\"ln_f.bXas\""); }))),
+                      Catch::Contains("model.safetensors: tensor 'ln_f.bias' is missing"));
+    CHECK_THROWS_WITH(load(model_dir("transposed", with_header([](std::string& h) {
+                          replace(h, R"("h.0.attn.c_attn.weight":{"dtype":"F32","shape":[64,192])",
+                                  R"("h.0.attn.c_attn.weight":{"dtype":"F32","shape":[192,64])");
+                      }))),
+                      Catch::Contains("tensor 'h.0.attn.c_attn.weight' has shape [192, 64] but config.json implies [64, 192]"));
+}
+
+TEST_CASE("config.json problems", "[checkpoint]") {
+    const std::string weights = read(tiny / "model.safetensors");
+    std::string config = read(tiny / "config.json");
+    replace(config, "\"n_layer\": 2", "\"n_layer\": 7");
+    CHECK_THROWS_WITH(load(model_dir("unknown_shape", weights, config)),
+                      Catch::Contains("n_layer 7, n_head 4, n_embd 64, n_ctx 128, vocab_size 512 is not a known GPT-2 shape") &&
+                          Catch::Contains("gpt2 (124M): n_layer 12"));
+    CHECK_THROWS_WITH(load(model_dir("bad_config_json", weights, "{\"n_layer\": ")), Catch::Contains("config.json: not valid JSON"));
+    std::string no_heads = read(tiny / "config.json");
+    replace(no_heads, "\"n_head\": 4", "\"n_head\": \"four\"");
+    CHECK_THROWS_WITH(load(model_dir("bad_heads", weights, no_heads)), Catch::Contains("missing or invalid 'n_head'"));
+    const fs::path dir = model_dir("no_config", weights);
+    fs::remove(dir / "config.json");
+    CHECK_THROWS_WITH(load(dir), Catch::Contains("cannot open") && Catch::Contains("no_config/config.json"));
+    const fs::path dir2 = model_dir("no_weights", weights);
+    fs::remove(dir2 / "model.safetensors");
+    CHECK_THROWS_WITH(load(dir2), Catch::Contains("cannot open") && Catch::Contains("no_weights/model.safetensors"));
+}

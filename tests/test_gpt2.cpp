@@ -1,0 +1,167 @@
+// GPT-2 on the CPU against the float64 numpy reference (tools/gpt2_reference.py), on random
+// checkpoints in Hugging Face's layout built by tools/make_gpt2_fixtures.sh (ctest fixture
+// `gpt2_fixtures`). Tolerances: all-position logits within 1e-4 max abs of float64 (fp32
+// accumulation over <= 3072-term products gives ~1e-6 here; a wrong weight layout or a
+// missing bias moves logits by > 1e-2); KV-cache decoding equals full recomputation within
+// 1e-5 of the largest logit magnitude (at least 1): prefill multiplies with the packed GEMM and
+// decoding with the GEMV, which sum in different orders, so the two agree to a few float ulps
+// of the logits, not to a fixed absolute 1e-5 when logits are large (9.5e-7 at |logit| <= 3,
+// 4.6e-5 at |logit| <= 14.6 on the 124M-shaped checkpoint).
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <new>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include <tessera/models/load_gpt2.hpp>
+#include <tessera/tessera.hpp>
+
+#include "allocation_counter.hpp"
+
+using namespace tessera;
+
+
+namespace {
+
+const std::string fixtures = TESSERA_GPT2_FIXTURES;
+
+std::vector<TokenId> fixture_tokens() {
+    std::ifstream in(fixtures + "/tokens.txt");
+    std::vector<TokenId> ids;
+    std::string item;
+    while (std::getline(in, item, ',')) ids.push_back(std::stoi(item));
+    return ids;
+}
+
+std::vector<double> reference_logits(const std::string& name) {
+    std::ifstream in(fixtures + "/" + name + "/logits.f64", std::ios::binary);
+    std::vector<double> v;
+    double x;
+    while (in.read(reinterpret_cast<char*>(&x), sizeof x)) v.push_back(x);
+    return v;
+}
+
+Cpu& host() {
+    static Cpu instance(2);
+    return instance;
+}
+
+// Runs `check(model)` on the fixture's model, whatever its compile-time shape.
+template <class F>
+void with_model(const std::string& name, F&& check) {
+    load_gpt2(host(), fixtures + "/" + name, [&](auto& model) { check(model); });
+}
+
+}  // namespace
+
+TEST_CASE("All-position logits match the float64 reference", "[gpt2]") {
+    const std::string name = GENERATE(as<std::string>{}, "tiny", "tiny-f16", "tiny-bf16", "tiny-prefixed", "odd-heads",
+                                      "vocab", "gpt2-124m");
+    INFO("fixture " << name);
+    const auto tokens = fixture_tokens();
+    const auto want = reference_logits(name);
+    with_model(name, [&](auto& model) {
+        const auto got = model.prefill_all(tokens);
+        REQUIRE(got.size() == want.size());
+        double worst = 0;
+        for (std::size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::fabs(got[i] - want[i]));
+        INFO("max abs difference " << worst);
+        CHECK(worst <= 1e-4);
+    });
+}
+
+TEST_CASE("Decoding with the KV cache equals full recomputation", "[gpt2]") {
+    const std::string name = GENERATE(as<std::string>{}, "tiny", "odd-heads", "gpt2-124m");
+    const auto tokens = fixture_tokens();
+    with_model(name, [&](auto& model) {
+        const auto full = model.prefill_all(tokens);
+        const std::size_t v = full.size() / tokens.size();
+        model.reset();
+        const std::size_t prompt = 5;
+        auto logits = model.prefill(std::span<const TokenId>(tokens.data(), prompt));
+        double worst = 0, scale = 1;
+        for (const float f : full) scale = std::max(scale, std::fabs(double(f)));
+        for (std::size_t i = prompt;; ++i) {
+            for (std::size_t j = 0; j < v; ++j) worst = std::max(worst, std::fabs(double(logits[j]) - full[(i - 1) * v + j]));
+            if (i == tokens.size()) break;
+            logits = model.decode(tokens[i]);
+        }
+        INFO("fixture " << name << ", max abs difference " << worst << ", largest |logit| " << scale);
+        CHECK(worst <= 1e-5 * scale);
+        CHECK(model.position() == tokens.size());
+    });
+}
+
+TEST_CASE("Greedy continuation is identical to the reference", "[gpt2]") {
+    const std::string name = GENERATE(as<std::string>{}, "tiny", "odd-heads");
+    std::ifstream in(fixtures + "/" + name + "/greedy.json");
+    const auto want = nlohmann::json::parse(in)["tokens"].get<std::vector<TokenId>>();
+    with_model(name, [&](auto& model) {
+        std::vector<TokenId> got(want.begin(), want.begin() + 3);
+        auto logits = model.prefill(got);
+        while (got.size() < want.size()) {
+            const auto best = std::max_element(logits.begin(), logits.end()) - logits.begin();
+            got.push_back(static_cast<TokenId>(best));
+            if (got.size() < want.size()) logits = model.decode(got.back());
+        }
+        CHECK(got == want);
+    });
+}
+
+TEST_CASE("The decode step allocates nothing", "[gpt2]") {
+    with_model("tiny", [&](auto& model) {
+        const std::vector<TokenId> prompt{1, 2, 3};
+        model.prefill(prompt);
+        model.decode(4);  // the first decode may size nothing new, but is not counted either
+        test::allocations = 0;
+        test::counting_allocations = true;
+        for (TokenId t = 5; t < 40; ++t) model.decode(t);
+        test::counting_allocations = false;
+        CHECK(test::allocations == 0);
+        // The counter works: one vector is one allocation.
+        test::counting_allocations = true;
+        std::vector<int> probe(10);
+        test::counting_allocations = false;
+        CHECK(test::allocations == 1);
+    });
+}
+
+TEST_CASE("Bad tokens and sequences longer than the context are errors", "[gpt2][errors]") {
+    with_model("tiny", [&](auto& model) {
+        const std::vector<TokenId> bad{1, 512};
+        CHECK_THROWS_WITH(model.prefill(bad), "token id 512 at position 1 is outside the model's vocabulary of 512");
+        model.reset();
+        const std::vector<TokenId> negative{-3};
+        CHECK_THROWS_AS(model.prefill(negative), ArgumentError);
+        model.reset();
+        const std::vector<TokenId> too_long(129, 1);
+        CHECK_THROWS_WITH(model.prefill(too_long), "GPT2: 129 tokens at position 0 exceed the context of 128 positions");
+        const std::vector<TokenId> fits(128, 1);
+        model.reset();
+        CHECK_NOTHROW(model.prefill(fits));
+        CHECK_THROWS_WITH(model.decode(1), Catch::Contains("1 tokens at position 128 exceed the context"));
+        CHECK_THROWS_AS(model.prefill(std::span<const TokenId>()), ArgumentError);
+    });
+}
+
+TEST_CASE("Sinusoidal positions follow the closed form", "[gpt2][positions]") {
+    SinusoidalPositions<16, 6, Cpu> pe;
+    for (std::size_t pos = 0; pos < 16; ++pos) {
+        for (std::size_t i = 0; i < 3; ++i) {
+            const double angle = pos / std::pow(10000.0, 2.0 * i / 6);
+            CHECK(pe.table(pos, 2 * i) == Approx(std::sin(angle)).margin(1e-6));
+            CHECK(pe.table(pos, 2 * i + 1) == Approx(std::cos(angle)).margin(1e-6));
+        }
+    }
+    Tensor<float, Extents<dyn, 6>, Cpu> x(2);
+    pe.add_to(host(), x, 3);  // rows 3 and 4 added to zeros
+    CHECK(x(1, 0) == pe.table(4, 0));
+    CHECK(x(0, 1) == pe.table(3, 1));
+}

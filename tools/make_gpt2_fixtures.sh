@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Builds the GPT-2 test fixtures into OUT (default build/gpt2_fixtures): random checkpoints in
+# Hugging Face's layout and their float64 reference results from tools/gpt2_reference.py.
+# Deterministic (fixed seeds); run by ctest as the fixture-setup test `gpt2_fixtures`.
+#   apt-get install python3-numpy; tools/make_gpt2_fixtures.sh [OUT] [--with-124m]
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+out=${1:-build/gpt2_fixtures}
+py=/usr/bin/python3
+ref="$py $here/gpt2_reference.py"
+tokens=1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16
+mkdir -p "$out"
+make() {  # name config seed [extra checkpoint flags]
+  local name=$1 config=$2 seed=$3
+  shift 3
+  [ -f "$out/$name/logits.f64" ] && return
+  $ref checkpoint --config "$config" --seed "$seed" --out "$out/$name" "$@" >/dev/null
+  $ref logits --model "$out/$name" --tokens "$tokens" --out "$out/$name/logits.f64"
+}
+make tiny tiny 1
+make tiny-f16 tiny 1 --dtype F16
+make tiny-bf16 tiny 1 --dtype BF16
+make tiny-prefixed tiny 2 --prefix transformer. --lm-head
+make odd-heads odd-heads 4
+make vocab vocab 5
+# Greedy continuations: 64 steps, or as many as the context leaves after the 3-token prompt.
+greedy() {  # name steps
+  local f="$out/$1/greedy.json"
+  [ -f "$f" ] || { $ref greedy --model "$out/$1" --tokens 1,2,3 --steps "$2" > "$f.tmp" && mv "$f.tmp" "$f"; }
+}
+greedy tiny 64
+greedy odd-heads 61
+if [ "${2:-}" = "--with-124m" ]; then
+  make gpt2-124m gpt2 3
+fi
+echo "$tokens" > "$out/tokens.txt"
+echo "fixtures in $out"

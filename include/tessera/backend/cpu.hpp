@@ -70,8 +70,9 @@ public:
     void causal_attention(Tensor3View<const float, Cpu> q, Tensor3View<const float, Cpu> k,
                           Tensor3View<const float, Cpu> v, Tensor3View<float, Cpu> out) {
         const std::size_t tk = k.extent(0);
+        const std::size_t floats = cpu::attention_scratch_floats(q.extent(0), tk);
         for (auto& row : scratch_) {
-            if (row.size() < tk) row.resize(tk);  // grows once; steady-state decoding allocates nothing
+            if (row.size() < floats) row.resize(floats);  // grows with prefill; decoding then allocates nothing
         }
         cpu::causal_attention(*pool_, scratch_, q.data(), k.data(), v.data(), out.data(), q.extent(0), tk, q.extent(1),
                               q.extent(2));
@@ -89,7 +90,7 @@ private:
     }
 
     std::unique_ptr<cpu::ThreadPool> pool_;
-    std::vector<std::vector<float>> scratch_;  // one attention score row per thread
+    std::vector<std::vector<float>> scratch_;  // attention scores per thread
 };
 
 }  // namespace tessera

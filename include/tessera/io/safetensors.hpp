@@ -65,25 +65,33 @@ public:
     }
 
     // The tensor's elements widened to float, in file order; dst must hold exactly that many.
-    // The file's pages for the tensor are released afterwards (see MappedFile::release).
+    // Copied in chunks, each chunk's file pages released right after (MappedFile::release), so
+    // reading a 150 MB tensor adds at most one chunk to the process's memory.
     void read_float(const TensorInfo& t, std::span<float> dst) const {
         if (dst.size() != t.elements()) {
             throw FormatError(path() + ": tensor '" + t.name + "' has " + std::to_string(t.elements()) +
                               " elements but " + std::to_string(dst.size()) + " were expected");
         }
-        const std::byte* src = file_.bytes().data() + data_start_ + t.begin;
-        switch (t.dtype) {
-            case DType::f32:
-                std::memcpy(dst.data(), src, dst.size() * sizeof(float));  // little-endian host assumed
-                break;
-            case DType::f16:
-                widen<f16>(src, dst);
-                break;
-            case DType::bf16:
-                widen<bf16>(src, dst);
-                break;
+        constexpr std::size_t chunk = std::size_t{4} << 20;  // elements per chunk
+        const std::size_t size = dtype_size(t.dtype);
+        for (std::size_t first = 0; first < dst.size(); first += chunk) {
+            const std::size_t n = std::min(chunk, dst.size() - first);
+            const std::size_t offset = data_start_ + t.begin + first * size;
+            const std::byte* src = file_.bytes().data() + offset;
+            const std::span<float> out = dst.subspan(first, n);
+            switch (t.dtype) {
+                case DType::f32:
+                    std::memcpy(out.data(), src, n * sizeof(float));  // little-endian host assumed
+                    break;
+                case DType::f16:
+                    widen<f16>(src, out);
+                    break;
+                case DType::bf16:
+                    widen<bf16>(src, out);
+                    break;
+            }
+            file_.release(offset, n * size);
         }
-        file_.release(data_start_ + t.begin, t.end - t.begin);
     }
 
 private:

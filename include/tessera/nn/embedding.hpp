@@ -17,7 +17,7 @@ struct Embedding {
     Tensor<float, Extents<V, C>, B> table;  // (V, C)
 
     void load(const WeightSource& src, const std::string& name) {
-        copy_from_host(std::span<const float>(src.read(name, {V, C})), table);
+        src.read_into(name, {V, C}, table);
     }
 
     // out(T, C) = table[ids]; an id outside [0, V) is an ArgumentError naming it and its position.

@@ -17,8 +17,8 @@ struct LayerNorm {
     float eps = 1e-5f;
 
     void load(const WeightSource& src, const std::string& name) {
-        copy_from_host(std::span<const float>(src.read(name + ".weight", {C})), gamma);
-        copy_from_host(std::span<const float>(src.read(name + ".bias", {C})), beta);
+        src.read_into(name + ".weight", {C}, gamma);
+        src.read_into(name + ".bias", {C}, beta);
     }
 
     template <class Backend, TensorLike X, TensorLike Y>

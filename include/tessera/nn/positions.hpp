@@ -30,7 +30,7 @@ struct LearnedPositions {
     Tensor<float, Extents<Ctx, C>, B> table;  // (Ctx, C), "wpe" in GPT-2 checkpoints
 
     void load(const WeightSource& src, const std::string& name) {
-        copy_from_host(std::span<const float>(src.read(name, {Ctx, C})), table);
+        src.read_into(name, {Ctx, C}, table);
     }
     template <class Backend, TensorLike X>
     void add_to(Backend& backend, X&& x, std::size_t first_position) const {

@@ -9,6 +9,15 @@
 
 namespace tessera::cpu {
 
+// Queries at or above this count use the per-head matrix-product path (prefill); fewer use the
+// per-query path (decoding), which touches only the visible keys.
+inline constexpr std::size_t attention_block_queries = 16;
+
+// Scratch floats per thread that causal_attention needs.
+inline std::size_t attention_scratch_floats(std::size_t tq, std::size_t tk) noexcept {
+    return tq >= attention_block_queries ? tq * tk : tk;
+}
+
 // q(tq, heads, dim), k and v (tk, heads, dim), out(tq, heads, dim); query i is at position
 // tk - tq + i and attends keys 0..that position. `scratch` holds one score row (tk floats) per
 // thread, sized by the caller so that this kernel never allocates. out may alias q (each
@@ -19,6 +28,32 @@ namespace tessera::cpu {
     const auto d = static_cast<Eigen::Index>(dim);
     const float scale = 1.0f / std::sqrt(static_cast<float>(dim));
     const std::size_t row = heads * dim;  // stride between positions
+    if (tq >= attention_block_queries) {
+        // Per head: S = Q Kᵀ / √D as one matrix product, causal softmax row by row (masked
+        // entries become 0), O = S V. Computes the masked half too, but at matrix-product speed.
+        using Strided = Eigen::Map<const RowMatrix, 0, Eigen::OuterStride<>>;
+        using StridedOut = Eigen::Map<RowMatrix, 0, Eigen::OuterStride<>>;
+        const auto rows_q = static_cast<Eigen::Index>(tq), rows_k = static_cast<Eigen::Index>(tk);
+        const Eigen::OuterStride<> stride(static_cast<Eigen::Index>(row));
+        pool.parallel_for(heads, 1, [&](std::size_t begin, std::size_t end, unsigned thread) {
+            MatrixMap scores(scratch[thread].data(), rows_q, rows_k);
+            for (std::size_t h = begin; h < end; ++h) {
+                const Strided qh(q + h * dim, rows_q, d, stride), kh(k + h * dim, rows_k, d, stride),
+                    vh(v + h * dim, rows_k, d, stride);
+                scores.noalias() = qh * kh.transpose();
+                for (std::size_t i = 0; i < tq; ++i) {
+                    const auto visible = static_cast<Eigen::Index>(tk - tq + i + 1);
+                    auto r = scores.row(static_cast<Eigen::Index>(i));
+                    auto p = r.head(visible).array();
+                    p = ((p - p.maxCoeff()) * scale).exp();
+                    p /= p.sum();
+                    r.tail(rows_k - visible).setZero();
+                }
+                StridedOut(out + h * dim, rows_q, d, stride).noalias() = scores * vh;
+            }
+        });
+        return;
+    }
     pool.parallel_for(tq * heads, 1, [&](std::size_t begin, std::size_t end, unsigned thread) {
         float* scores = scratch[thread].data();
         for (std::size_t task = begin; task < end; ++task) {

@@ -1,0 +1,115 @@
+// End-to-end GPT-2 speed on the CPU, llama-bench style: prefill of a prompt (pp) and token
+// generation after a 1-token prompt (tg), tokens/s, the decode step's bandwidth as a fraction of
+// the machine's read bandwidth (measured in the same run), and peak RSS against weights + KV cache.
+//
+//   build/bench/bench_gpt2 --model build/gpt2_fixtures/gpt2-124m [--threads 2] [--pp 512] [--tg 128]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <tessera/models/load_gpt2.hpp>
+#include <tessera/tessera.hpp>
+
+#include "roofline.hpp"
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Peak resident set size of this process so far, in bytes (Linux: VmHWM).
+double peak_rss_bytes() {
+    std::ifstream in("/proc/self/status");
+    for (std::string line; std::getline(in, line);) {
+        if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) * 1024.0;
+    }
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    std::string model_dir = "build/gpt2_fixtures/gpt2-124m";
+    unsigned threads = 2;
+    std::size_t pp = 512, tg = 128;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        const std::string flag = argv[i], value = argv[i + 1];
+        if (flag == "--model") model_dir = value;
+        else if (flag == "--threads") threads = static_cast<unsigned>(std::stoul(value));
+        else if (flag == "--pp") pp = std::stoul(value);
+        else if (flag == "--tg") tg = std::stoul(value);
+        else {
+            std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
+            return 2;
+        }
+    }
+    tessera::Cpu cpu(threads);
+    tessera::load_gpt2(cpu, model_dir, [&](auto& model) {
+        using M = std::remove_reference_t<decltype(model)>;
+        constexpr std::size_t C = M::n_embd, V = M::vocab_size, L = M::n_layer, Ctx = M::n_ctx;
+        std::vector<tessera::TokenId> prompt(std::min(pp, Ctx));
+        for (std::size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<tessera::TokenId>((i * 7919) % V);
+
+        const auto run_pp = [&] {
+            model.reset();
+            const auto t0 = std::chrono::steady_clock::now();
+            model.prefill(prompt);
+            return seconds_since(t0);
+        };
+        const auto run_tg = [&] {  // 1-token prompt, then tg greedy steps
+            model.reset();
+            auto logits = model.prefill(std::vector<tessera::TokenId>{prompt[0]});
+            const auto t0 = std::chrono::steady_clock::now();
+            for (std::size_t i = 0; i < tg; ++i) {
+                const auto next = std::max_element(logits.begin(), logits.end()) - logits.begin();
+                logits = model.decode(static_cast<tessera::TokenId>(next));
+            }
+            return seconds_since(t0);
+        };
+        run_pp();  // warm-up, and the peak memory of a full run
+        run_tg();
+        const double rss = peak_rss_bytes();
+
+        // Then 3 rounds, each: a bandwidth sample, pp, a bandwidth sample, tg. The machine is
+        // shared and its bandwidth drifts, so the ceiling is sampled between the runs it judges
+        // (the meter's 1 GiB buffer is created after the RSS reading above).
+        tessera::bench::RooflineMeter meter(cpu.pool());
+        tessera::bench::RooflineSamples samples;
+        double pp_total = 0, tg_total = 0;
+        constexpr int rounds = 3;
+        for (int r = 0; r < rounds; ++r) {
+            meter.sample(samples);
+            pp_total += run_pp();
+            meter.sample(samples);
+            tg_total += run_tg();
+        }
+        meter.sample(samples);
+        const double pp_best = pp_total / rounds, tg_best = tg_total / rounds;  // means
+
+        // Bytes a decode step must read: every layer's weights, the head (wte), one wpe row, and
+        // the KV cache up to the current position (mean position over the run).
+        const double layer_floats = 12.0 * C * C + 13.0 * C;  // q,k,v,proj (4C²) + fc, proj (8C²) + biases, LN
+        const double weight_bytes = 4.0 * (L * layer_floats + V * C + 2.0 * C + C);
+        const double kv_bytes = 4.0 * L * 2.0 * C * (1.0 + tg / 2.0);
+        const double step_bytes = weight_bytes + kv_bytes;
+        const double all_weight_bytes = 4.0 * (L * layer_floats + V * C + Ctx * C + 2.0 * C);
+        const double kv_cache_bytes = 4.0 * L * 2.0 * Ctx * C;
+
+        const double bw_mean = samples.mean().read_bytes_per_second;
+
+        const double tg_rate = tg / tg_best, step_rate_bytes = step_bytes * tg_rate;
+        std::printf("model %s, %u threads\n", M::config::name, threads);
+        std::printf("pp%zu: %.1f tokens/s (%.3f s, mean of 3)\n", prompt.size(), prompt.size() / pp_best, pp_best);
+        std::printf("tg%zu: %.1f tokens/s (%.2f ms/token, mean of 3), %.1f MB read per token -> %.1f GB/s\n", tg, tg_rate,
+                    1e3 / tg_rate, step_bytes / 1e6, step_rate_bytes / 1e9);
+        std::printf("read bandwidth (1 GiB sum, sampled between the runs): mean %.1f GB/s\n", bw_mean / 1e9);
+        std::printf("decode roofline fraction: %.2f\n", step_rate_bytes / bw_mean);
+        std::printf("peak RSS %.1f MB; weights %.1f MB + KV cache %.1f MB = %.1f MB; ratio %.2f\n", rss / 1e6,
+                    all_weight_bytes / 1e6, kv_cache_bytes / 1e6, (all_weight_bytes + kv_cache_bytes) / 1e6,
+                    rss / (all_weight_bytes + kv_cache_bytes));
+    });
+}

@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include <tessera/models/load_gpt2.hpp>
+#include <tessera/models/perplexity.hpp>
 #include <tessera/tessera.hpp>
 
 #include "allocation_counter.hpp"
@@ -164,4 +165,50 @@ TEST_CASE("Sinusoidal positions follow the closed form", "[gpt2][positions]") {
     pe.add_to(host(), x, 3);  // rows 3 and 4 added to zeros
     CHECK(x(1, 0) == pe.table(4, 0));
     CHECK(x(0, 1) == pe.table(3, 1));
+}
+
+TEST_CASE("Perplexity: one window matches the reference; windows cover every target once", "[gpt2][perplexity]") {
+    const auto tokens = fixture_tokens();
+    const auto want = reference_logits("tiny");
+    const std::size_t v = want.size() / tokens.size();
+    double reference_nll = 0;
+    for (std::size_t p = 0; p + 1 < tokens.size(); ++p) {
+        double max = -1e300, sum = 0;
+        for (std::size_t j = 0; j < v; ++j) max = std::max(max, want[p * v + j]);
+        for (std::size_t j = 0; j < v; ++j) sum += std::exp(want[p * v + j] - max);
+        reference_nll += std::log(sum) + max - want[p * v + static_cast<std::size_t>(tokens[p + 1])];
+    }
+    with_model("tiny", [&](auto& model) {
+        std::size_t next_position = 0;
+        const auto r = evaluate_perplexity(model, tokens, 64, [&](std::size_t p, std::span<const float>) {
+            CHECK(p == next_position++);
+        });
+        CHECK(r.windows == 1);
+        CHECK(r.predicted == tokens.size() - 1);
+        CHECK(r.total_nll == Approx(reference_nll).epsilon(1e-6));
+
+        // 300 tokens, n_ctx 128: stride 64 makes windows starting at 0, 64, 128, 192.
+        std::vector<TokenId> long_text(300);
+        for (std::size_t i = 0; i < long_text.size(); ++i) long_text[i] = static_cast<TokenId>((i * 37) % 512);
+        next_position = 0;
+        const auto w = evaluate_perplexity(model, long_text, 64, [&](std::size_t p, std::span<const float>) {
+            CHECK(p == next_position++);
+        });
+        CHECK(w.windows == 4);
+        CHECK(w.predicted == 299);
+        CHECK(next_position == 300);
+        // With stride = n_ctx the windows do not overlap: the sum of the windows scored apart.
+        const auto disjoint = evaluate_perplexity(model, long_text, 128, [](std::size_t, std::span<const float>) {});
+        double by_hand = 0;
+        for (std::size_t begin = 0; begin < long_text.size(); begin += 128) {
+            const std::size_t end = std::min<std::size_t>(begin + 128, long_text.size());
+            model.reset();
+            const auto all = model.prefill_all(std::span<const TokenId>(long_text).subspan(begin, end - begin));
+            for (std::size_t p = begin; p < end && p + 1 < long_text.size(); ++p)
+                by_hand += negative_log_likelihood(std::span<const float>(all.data() + (p - begin) * v, v), long_text[p + 1]);
+        }
+        CHECK(disjoint.total_nll == Approx(by_hand).epsilon(1e-12));
+        CHECK_THROWS_WITH(evaluate_perplexity(model, long_text, 0, [](std::size_t, std::span<const float>) {}),
+                          "perplexity: stride must be in [1, 128], got 0");
+    });
 }

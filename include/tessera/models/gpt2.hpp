@@ -37,7 +37,8 @@ public:
     using Block = DecoderBlock<n_embd, n_head, n_ctx, B>;
 
     // Weights start at zero; load() fills them.
-    explicit GPT2(B& backend) : backend_(&backend), blocks_(n_layer), caches_(n_layer), host_logits_(vocab_size) {}
+    explicit GPT2(B& backend)
+        : backend_(&backend), blocks_(n_layer), caches_(n_layer), host_logits_(B::host_accessible ? 0 : vocab_size) {}
 
     // From a safetensors checkpoint in Hugging Face's layout (plain or "transformer."-prefixed
     // names; the attn.bias / attn.masked_bias buffers are ignored; lm_head.weight is used when
@@ -56,15 +57,20 @@ public:
         reset();
     }
 
-    // Appends tokens at the current position; returns the last position's logits (V).
+    // Appends tokens at the current position; returns the last position's logits (V), valid
+    // until the next call.
     std::span<const float> prefill(std::span<const TokenId> tokens) {
         const auto x = forward(tokens);
         const auto last = x.rows(x.extent(0) - 1, 1);
         const auto normed = scratch_.normed.view().rows(0, 1);
         ln_f_(*backend_, last, normed);
         gemv(*backend_, head(), normed.flat(), logits_);
-        B::download(logits_.data(), host_logits_.data(), vocab_size);
-        return host_logits_;
+        if constexpr (B::host_accessible) {
+            return {logits_.data(), vocab_size};
+        } else {
+            B::download(logits_.data(), host_logits_.data(), vocab_size);
+            return host_logits_;
+        }
     }
 
     // One more token (the decode step): prefill of a single token.
@@ -126,7 +132,7 @@ private:
     Tensor<float, Extents<dyn, n_embd>, B> x_{0};           // (cap, C) residual stream
     std::size_t x_capacity_ = 0;
     Tensor<float, Extents<vocab_size>, B> logits_;          // (V)
-    std::vector<float> host_logits_;                        // (V) on the host
+    std::vector<float> host_logits_;                        // (V) on the host, for device backends
     std::size_t position_ = 0;
 };
 

@@ -2,6 +2,7 @@
 // CausalSelfAttention: q, k, v projections (Hugging Face's fused c_attn split in three at load),
 // causal multi-head attention over the KV cache, output projection.
 #include <cstddef>  // std::size_t
+#include <vector>   // std::vector
 
 #include <tessera/core/tensor.hpp>     // TensorView
 #include <tessera/nn/kv_cache.hpp>     // KvCache
@@ -20,9 +21,11 @@ struct CausalSelfAttention {
     Linear<C, C, B> proj;               // c_proj
 
     void load(const WeightSource& src) {
-        query.load_conv1d(src, "c_attn", 3 * C, 0);
-        key.load_conv1d(src, "c_attn", 3 * C, C);
-        value.load_conv1d(src, "c_attn", 3 * C, 2 * C);
+        const std::vector<float> w = src.read("c_attn.weight", {C, 3 * C});
+        const std::vector<float> b = src.read("c_attn.bias", {3 * C});
+        query.take_columns(w, b, 3 * C, 0);
+        key.take_columns(w, b, 3 * C, C);
+        value.take_columns(w, b, 3 * C, 2 * C);
         proj.load_conv1d(src, "c_proj");
     }
 

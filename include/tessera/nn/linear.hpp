@@ -17,12 +17,15 @@ struct Linear {
     Tensor<float, Extents<Out, In>, B> weight;  // (Out, In)
     Tensor<float, Extents<Out>, B> bias;        // (Out)
 
-    // From a Hugging Face Conv1D: weight [in, total] and bias [total] at `name`, of which this
-    // layer takes the columns [first, first + Out) (c_attn packs q, k and v side by side).
-    void load_conv1d(const WeightSource& src, const std::string& name, std::size_t total = Out, std::size_t first = 0) {
-        const std::vector<float> w = src.read(name + ".weight", {In, total});
-        const std::vector<float> b = src.read(name + ".bias", {total});
-        std::vector<float> wt(Out * In);  // [out][in]
+    // From a Hugging Face Conv1D at `name`: weight [In, Out], bias [Out].
+    void load_conv1d(const WeightSource& src, const std::string& name) {
+        take_columns(src.read(name + ".weight", {In, Out}), src.read(name + ".bias", {Out}), Out, 0);
+    }
+
+    // Columns [first, first + Out) of a Conv1D's weight [In, total] and bias [total], already
+    // read (c_attn packs q, k and v side by side), transposed to [out, in].
+    void take_columns(const std::vector<float>& w, const std::vector<float>& b, std::size_t total, std::size_t first) {
+        std::vector<float> wt(Out * In);
         for (std::size_t i = 0; i < In; ++i)
             for (std::size_t o = 0; o < Out; ++o) wt[o * In + i] = w[i * total + first + o];
         copy_from_host(std::span<const float>(wt), weight);

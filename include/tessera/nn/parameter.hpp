@@ -1,6 +1,6 @@
 #pragma once
-// Loading one named weight from a checkpoint into a tensor, checking its shape, optionally
-// transposing it (Hugging Face's Conv1D stores [in, out]; tessera keeps [out, in]).
+// Loading one named weight from a checkpoint, checking its shape against the model's
+// (transposing Hugging Face's Conv1D [in, out] to [out, in] is Linear's job).
 #include <cstddef>  // std::size_t
 #include <span>     // std::span
 #include <string>   // std::string
@@ -47,13 +47,5 @@ private:
         return t;
     }
 };
-
-// Copies rows x cols (row-major) transposed: dst[c][r] = src[r][c].
-inline std::vector<float> transposed(const std::vector<float>& src, std::size_t rows, std::size_t cols) {
-    std::vector<float> dst(src.size());
-    for (std::size_t r = 0; r < rows; ++r)
-        for (std::size_t c = 0; c < cols; ++c) dst[c * rows + r] = src[r * cols + c];
-    return dst;
-}
 
 }  // namespace tessera

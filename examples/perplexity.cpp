@@ -11,6 +11,7 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -67,10 +68,11 @@ int main(int argc, char** argv) {
         return rc == 0 ? 0 : 2;
     }
     try {
+        std::optional<tessera::BpeTokenizer> tokenizer;
         std::vector<tessera::TokenId> tokens;
         if (!text_file.empty()) {
-            const auto tokenizer = tessera::BpeTokenizer::from_directory(model_dir);
-            tokens = tokenizer.encode(read_file(text_file));
+            tokenizer = tessera::BpeTokenizer::from_directory(model_dir);
+            tokens = tokenizer->encode(read_file(text_file));
         } else {
             tokens = read_token_ids(tokens_file);
         }
@@ -82,6 +84,7 @@ int main(int argc, char** argv) {
         }
         tessera::load_gpt2(cpu, model_dir, [&](auto& model) {
             using M = std::remove_reference_t<decltype(model)>;
+            if (tokenizer) tokenizer->check_vocab_size(M::vocab_size);  // ids must mean the same tokens
             const std::size_t s = stride ? stride : M::n_ctx / 2;
             const auto r = tessera::evaluate_perplexity(model, tokens, s, [&](std::size_t, std::span<const float> logits) {
                 if (dump) dump.write(reinterpret_cast<const char*>(logits.data()), static_cast<std::streamsize>(logits.size_bytes()));

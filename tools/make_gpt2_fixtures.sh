@@ -23,6 +23,10 @@ make tiny-bf16 tiny 1 --dtype BF16
 make tiny-prefixed tiny 2 --prefix transformer. --lm-head
 make odd-heads odd-heads 4
 make vocab vocab 5
+cp "$here/../tests/data/gpt2/vocab.json" "$here/../tests/data/gpt2/merges.txt" "$out/vocab/"  # a complete model directory
+mkdir -p "$out/tiny-with-gpt2-tokenizer"  # a tokenizer that does not belong to the model
+cp "$out/tiny/config.json" "$out/tiny/model.safetensors" "$out/vocab/vocab.json" "$out/vocab/merges.txt" \
+   "$out/tiny-with-gpt2-tokenizer/"
 # Greedy continuations: 64 steps, or as many as the context leaves after the 3-token prompt.
 greedy() {  # name steps
   local f="$out/$1/greedy.json"

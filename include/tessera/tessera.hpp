@@ -18,3 +18,10 @@
 #include <tessera/ops/transfer.hpp>          // to_host, copy_from_host, convert
 #include <tessera/text/bpe_tokenizer.hpp>    // BpeTokenizer, TokenId, SpecialTokens
 #include <tessera/text/stream_decoder.hpp>   // StreamDecoder
+#include <tessera/io/safetensors.hpp>        // io::SafetensorsFile (and io::MappedFile)
+#include <tessera/nn/decoder_block.hpp>      // DecoderBlock and the layers it is made of
+#include <tessera/nn/embedding.hpp>          // Embedding
+#include <tessera/nn/positions.hpp>          // LearnedPositions, SinusoidalPositions
+#include <tessera/models/gpt2.hpp>           // GPT2<Config, Backend>
+#include <tessera/models/load_gpt2.hpp>      // load_gpt2, HfGpt2Config, the known configs
+#include <tessera/models/perplexity.hpp>     // evaluate_perplexity

@@ -1,0 +1,74 @@
+#pragma once
+// Sampler<Selector, Processors...>: the processors run on the logits in the order the type
+// lists them, then the selector picks a token. The order is part of the type, so two samplers
+// that differ in it are different types; runtime parameters live in each stage.
+//
+// SamplingParams builds the default chain used by the command line:
+//   repetition penalty -> presence/frequency penalty -> no-repeat-ngram   (history-based edits)
+//   -> temperature -> top-k -> top-p -> min-p                             (reshape, then truncate)
+//   -> multinomial draw (greedy when temperature is 0)
+// Penalties come first because they are defined on the raw logits (CTRL, OpenAI); temperature
+// comes before the truncations so that top-p and min-p see the distribution that will be
+// sampled, as in Hugging Face's and llama.cpp's default order.
+#include <cstddef>  // std::size_t
+#include <cstdint>  // std::uint64_t
+#include <limits>   // std::numeric_limits
+#include <optional> // std::optional
+#include <random>   // std::random_device
+#include <span>     // std::span
+#include <tuple>    // std::tuple, std::apply
+#include <utility>  // std::move
+
+#include <tessera/sampling/logit_processor.hpp>  // LogitProcessor
+#include <tessera/sampling/processors.hpp>       // the processors
+#include <tessera/sampling/rng.hpp>              // Rng
+#include <tessera/sampling/selectors.hpp>        // Greedy, Multinomial
+
+namespace tessera {
+
+template <class Selector, LogitProcessor... Processors>
+class Sampler {
+public:
+    Sampler(Rng rng, Selector selector, Processors... processors)
+        : rng_(rng), selector_(std::move(selector)), processors_(std::move(processors)...) {}
+
+    // Processes `logits` in place (they are scratch afterwards) and returns the chosen token.
+    TokenId sample(std::span<float> logits, std::span<const TokenId> history) {
+        std::apply([&](const auto&... p) { (p.apply(logits, history), ...); }, processors_);
+        return selector_(logits, rng_);
+    }
+
+    const Rng& rng() const noexcept { return rng_; }
+
+private:
+    Rng rng_;
+    Selector selector_;
+    std::tuple<Processors...> processors_;
+};
+
+struct SamplingParams {
+    float temperature = 1.0f;                  // 0: greedy
+    long top_k = 0;                            // 0: off
+    double top_p = 1.0;                        // 1: off
+    double min_p = 0.0;                        // 0: off
+    float repetition_penalty = 1.0f;           // 1: off
+    std::size_t repeat_last_n = 64;            // tokens the penalties look back over
+    float presence_penalty = 0.0f;             // 0: off
+    float frequency_penalty = 0.0f;            // 0: off
+    long no_repeat_ngram = 0;                  // 0: off
+    std::optional<std::uint64_t> seed;         // none: a random seed, reported by the sampler's rng()
+};
+
+using DefaultSampler = Sampler<Multinomial, RepetitionPenalty, PresenceFrequencyPenalty, NoRepeatNgram, Temperature,
+                               TopK, TopP, MinP>;
+
+// The default chain for `params`; throws ArgumentError naming the first invalid parameter.
+inline DefaultSampler make_sampler(const SamplingParams& params) {
+    const std::uint64_t seed = params.seed ? *params.seed : (std::uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
+    return DefaultSampler(Rng(seed), Multinomial{}, RepetitionPenalty(params.repetition_penalty, params.repeat_last_n),
+                          PresenceFrequencyPenalty(params.presence_penalty, params.frequency_penalty, params.repeat_last_n),
+                          NoRepeatNgram(params.no_repeat_ngram), Temperature(params.temperature), TopK(params.top_k),
+                          TopP(params.top_p), MinP(params.min_p));
+}
+
+}  // namespace tessera

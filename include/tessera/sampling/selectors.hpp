@@ -1,7 +1,7 @@
 #pragma once
 // The last stage of a sampler: pick one token from the processed logits.
 #include <algorithm>  // std::max_element
-#include <cmath>      // std::exp, std::isinf
+#include <cmath>      // std::exp
 #include <cstddef>    // std::size_t
 #include <span>       // std::span
 
@@ -13,8 +13,7 @@ namespace tessera {
 
 namespace detail {
 inline void require_candidates(std::span<const float> logits) {
-    if (logits.empty() || std::isinf(*std::max_element(logits.begin(), logits.end())) &&
-                              *std::max_element(logits.begin(), logits.end()) < 0) {
+    if (logits.empty() || *std::max_element(logits.begin(), logits.end()) == removed_logit) {
         throw ArgumentError("sampling: every token was filtered out");
     }
 }

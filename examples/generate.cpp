@@ -1,0 +1,138 @@
+// generate: GPT-2 text generation from the command line.
+//
+//   generate --model models/gpt2 -p "Once upon a time" --max-new-tokens 64 --temperature 0.8 --top-p 0.9
+//   echo "prompt" | generate --model DIR --json
+//
+// Streams the text to stdout (never splitting a UTF-8 character or showing part of a stop
+// string), prints a timing summary to stderr. Exit codes: 0 success, 1 bad input (model
+// directory, prompt), 2 bad flags or flag values.
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <iterator>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <tessera/generation/generator.hpp>
+#include <tessera/models/load_gpt2.hpp>
+#include <tessera/sampling/sampler.hpp>
+#include <tessera/tessera.hpp>
+
+namespace {
+
+void require_model_files(const std::filesystem::path& dir) {
+    for (const char* file : {"config.json", "model.safetensors", "vocab.json", "merges.txt"}) {
+        if (!std::filesystem::exists(dir / file)) {
+            throw tessera::ArgumentError("model directory " + dir.string() + " has no " + file);
+        }
+    }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"Generate text with a GPT-2 checkpoint (Hugging Face layout)"};
+    std::string model_dir = "models/gpt2", backend = "cpu";
+    std::optional<std::string> prompt;
+    tessera::SamplingParams sampling;
+    tessera::GenerationOptions generation;
+    generation.max_new_tokens = 64;
+    unsigned threads = tessera::Cpu::default_threads();
+    bool no_stream = false, json = false, verbose = false, allow_special = false;
+    std::optional<std::uint64_t> seed;
+    app.add_option("--model", model_dir, "model directory: config.json, model.safetensors, vocab.json, merges.txt");
+    app.add_option("-p,--prompt", prompt, "the prompt (otherwise standard input)");
+    app.add_option("--max-new-tokens,-n", generation.max_new_tokens, "tokens to generate at most");
+    app.add_option("--temperature", sampling.temperature, "0 = greedy")->check(CLI::NonNegativeNumber);
+    app.add_option("--top-k", sampling.top_k, "keep the k most likely tokens (0 = off)")->check(CLI::NonNegativeNumber);
+    app.add_option("--top-p", sampling.top_p, "nucleus: smallest set with probability >= p (1 = off)")
+        ->check(CLI::Range(0.0, 1.0) & !CLI::IsMember({0.0}));
+    app.add_option("--min-p", sampling.min_p, "keep tokens with p >= min_p * p_max (0 = off)")->check(CLI::Range(0.0, 1.0));
+    app.add_option("--repetition-penalty", sampling.repetition_penalty, "CTRL rule, > 0 (1 = off)")
+        ->check(CLI::PositiveNumber);
+    app.add_option("--repeat-last-n", sampling.repeat_last_n, "tokens the penalties look back over");
+    app.add_option("--presence-penalty", sampling.presence_penalty, "OpenAI rule, [-2, 2]")->check(CLI::Range(-2.0, 2.0));
+    app.add_option("--frequency-penalty", sampling.frequency_penalty, "OpenAI rule, [-2, 2]")->check(CLI::Range(-2.0, 2.0));
+    app.add_option("--no-repeat-ngram", sampling.no_repeat_ngram, "ban repeating n-grams of this size (0 = off)")
+        ->check(CLI::NonNegativeNumber);
+    app.add_option("--seed", seed, "random seed (default: random, reported)");
+    app.add_option("--stop", generation.stop, "stop string (repeatable); not included in the output");
+    app.add_flag("--ignore-eos", generation.ignore_eos, "keep generating after the end-of-text token");
+    app.add_flag("--context-shift", generation.context_shift, "when the context is full, drop its older half and go on");
+    app.add_flag("--truncate", generation.truncate_prompt, "drop the oldest prompt tokens if the prompt does not fit");
+    app.add_flag("--allow-special", allow_special, "read <|endoftext|> in the prompt as the special token");
+    app.add_option("--threads", threads, "CPU threads")->check(CLI::PositiveNumber);
+    app.add_option("--backend", backend, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
+    app.add_flag("--no-stream", no_stream, "print the text once at the end");
+    app.add_flag("--json", json, "print one JSON object with the whole result (implies --no-stream)");
+    app.add_flag("--verbose", verbose, "print the model and the sampling settings to stderr");
+    try {
+        app.parse(argc, argv);
+        sampling.seed = seed;
+        (void)tessera::make_sampler(sampling);  // validates every sampling parameter
+    } catch (const CLI::ParseError& e) {
+        const int rc = app.exit(e);
+        return rc == 0 ? 0 : 2;
+    } catch (const tessera::ArgumentError& e) {
+        std::cerr << "generate: " << e.what() << "\nRun with --help for more information.\n";
+        return 2;
+    }
+    generation.prompt_special_tokens = allow_special ? tessera::SpecialTokens::allowed : tessera::SpecialTokens::as_text;
+    try {
+        if (backend == "cuda") {
+            throw tessera::BackendError("the CUDA backend's generator is not built yet (issue #6); use --backend cpu");
+        }
+        require_model_files(model_dir);
+        const std::string text = prompt ? *prompt : std::string(std::istreambuf_iterator<char>(std::cin), {});
+        const auto tokenizer = tessera::BpeTokenizer::from_directory(model_dir);
+        auto sampler = tessera::make_sampler(sampling);
+        tessera::Cpu cpu(threads);
+        tessera::load_gpt2(cpu, model_dir, [&](auto& model) {
+            using M = std::remove_reference_t<decltype(model)>;
+            if (verbose) {
+                std::fprintf(stderr, "model: %s, %u threads; seed %llu\n", tessera::describe_config<typename M::config>().c_str(),
+                             threads, static_cast<unsigned long long>(sampler.rng().seed()));
+            }
+            tessera::Generator generator(model, tokenizer, sampler);
+            const bool stream = !no_stream && !json;
+            const auto c = generator.generate(text, generation, [&](std::string_view piece) {
+                if (stream) {
+                    std::fwrite(piece.data(), 1, piece.size(), stdout);
+                    std::fflush(stdout);
+                }
+            });
+            if (json) {
+                nlohmann::json j = {{"text", c.text},
+                                    {"tokens", c.tokens},
+                                    {"stop_reason", tessera::to_string(c.stop_reason)},
+                                    {"prompt_tokens", c.prompt_tokens},
+                                    {"truncated_prompt_tokens", c.truncated_prompt_tokens},
+                                    {"generated_tokens", c.tokens.size()},
+                                    {"context_shifts", c.context_shifts},
+                                    {"prefill_seconds", c.prefill_seconds},
+                                    {"decode_seconds", c.decode_seconds},
+                                    {"prefill_tokens_per_second", c.prefill_tokens_per_second()},
+                                    {"decode_tokens_per_second", c.decode_tokens_per_second()},
+                                    {"seed", c.seed}};
+                std::cout << j.dump() << '\n';
+            } else {
+                if (!stream) std::fwrite(c.text.data(), 1, c.text.size(), stdout);
+                std::fputc('\n', stdout);
+            }
+            std::fprintf(stderr,
+                         "prompt: %zu tokens, %.1f tokens/s%s | generated: %zu tokens, %.1f tokens/s | stop: %s | seed: %llu\n",
+                         c.prompt_tokens, c.prefill_tokens_per_second(),
+                         c.truncated_prompt_tokens ? (" (" + std::to_string(c.truncated_prompt_tokens) + " truncated)").c_str() : "",
+                         c.tokens.size(), c.decode_tokens_per_second(), tessera::to_string(c.stop_reason),
+                         static_cast<unsigned long long>(c.seed));
+        });
+    } catch (const std::exception& e) {
+        std::cerr << "generate: " << e.what() << '\n';
+        return 1;
+    }
+    return 0;
+}

@@ -1,0 +1,45 @@
+#pragma once
+// What a generation run returns: the text, the ids, why it stopped, and how fast it went.
+#include <cstddef>  // std::size_t
+#include <cstdint>  // std::uint64_t
+#include <string>   // std::string
+#include <vector>   // std::vector
+
+#include <tessera/text/bpe_tokenizer.hpp>  // TokenId
+
+namespace tessera {
+
+enum class StopReason {
+    eos,             // the model produced the end-of-text token
+    max_new_tokens,  // the budget of new tokens is spent
+    stop_string,     // one of the stop strings appeared (it is not part of the text)
+    context_full,    // the context window is full (and context shift is off)
+};
+
+inline const char* to_string(StopReason r) noexcept {
+    switch (r) {
+        case StopReason::eos: return "eos";
+        case StopReason::max_new_tokens: return "max_new_tokens";
+        case StopReason::stop_string: return "stop_string";
+        case StopReason::context_full: return "context_full";
+    }
+    return "?";
+}
+
+struct Completion {
+    std::string text;                 // the generated text, without the prompt or a stop string
+    std::vector<TokenId> tokens;      // the generated ids (the EOS token is not included)
+    StopReason stop_reason = StopReason::max_new_tokens;
+    std::size_t prompt_tokens = 0;    // after truncation
+    std::size_t truncated_prompt_tokens = 0;  // dropped from the start of the prompt (truncate)
+    std::size_t context_shifts = 0;
+    double prefill_seconds = 0;
+    double decode_seconds = 0;
+    std::size_t decode_steps = 0;
+    std::uint64_t seed = 0;
+
+    double prefill_tokens_per_second() const noexcept { return prefill_seconds > 0 ? prompt_tokens / prefill_seconds : 0; }
+    double decode_tokens_per_second() const noexcept { return decode_seconds > 0 ? decode_steps / decode_seconds : 0; }
+};
+
+}  // namespace tessera

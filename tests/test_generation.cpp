@@ -1,0 +1,174 @@
+// Generator: every stop condition, streaming, truncation and context shift, driven by a
+// scripted model (its logits make a chosen token the argmax) and the real GPT-2 tokenizer.
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include <tessera/generation/generator.hpp>
+#include <tessera/sampling/sampler.hpp>
+
+using namespace tessera;
+
+namespace {
+
+const std::string data_dir = TESSERA_TEST_DATA_DIR;
+
+const BpeTokenizer& gpt2() {
+    static const BpeTokenizer t = BpeTokenizer::from_directory(data_dir + "/gpt2");
+    return t;
+}
+
+// A stand-in for GPT2 with a tiny context: with n tokens in the cache it "predicts" script[n - 1]
+// (so after a 1-token prompt the generated tokens are script[0], script[1], ...).
+struct ScriptedModel {
+    static constexpr std::size_t n_ctx = 16;
+    static constexpr std::size_t vocab_size = 50257;
+    std::vector<TokenId> script;
+    std::size_t position_ = 0;
+    std::size_t prefills = 0;
+    std::vector<float> logits = std::vector<float>(vocab_size);
+
+    void reset() { position_ = 0; }
+    std::size_t position() const { return position_; }
+    std::span<const float> prefill(std::span<const TokenId> tokens) {
+        ++prefills;
+        position_ += tokens.size();
+        return next();
+    }
+    std::span<const float> decode(TokenId) {
+        ++position_;
+        return next();
+    }
+    std::span<const float> next() {
+        std::fill(logits.begin(), logits.end(), 0.0f);
+        logits[static_cast<std::size_t>(script[(position_ - 1) % script.size()])] = 10.0f;
+        return logits;
+    }
+};
+
+using GreedySampler = Sampler<Greedy>;
+
+struct Run {
+    Completion completion;
+    std::vector<std::string> pieces;
+};
+
+Run run(ScriptedModel& model, const std::string& prompt, GenerationOptions options) {
+    GreedySampler sampler(Rng(1), Greedy{});
+    Generator generator(model, gpt2(), sampler);
+    Run r;
+    r.completion = generator.generate(prompt, options, [&](std::string_view piece) { r.pieces.emplace_back(piece); });
+    std::string joined;
+    for (const auto& p : r.pieces) joined += p;
+    REQUIRE(joined == r.completion.text);  // the stream adds up to the result
+    return r;
+}
+
+std::vector<TokenId> ids(const std::string& text) { return gpt2().encode(text); }
+
+}  // namespace
+
+TEST_CASE("Generation stops after max_new_tokens", "[generation]") {
+    ScriptedModel model{ids(" one two three four five six")};
+    GenerationOptions options;
+    options.max_new_tokens = 3;
+    const auto r = run(model, "Count:", options);
+    CHECK(r.completion.stop_reason == StopReason::max_new_tokens);
+    CHECK(r.completion.tokens.size() == 3);
+    CHECK(r.completion.decode_steps == 2);  // the last token needs no forward pass
+}
+
+TEST_CASE("Generation stops at EOS unless told to ignore it", "[generation]") {
+    auto script = ids(" done");
+    script.push_back(50256);
+    script.push_back(ids(" more")[0]);
+    // The prompt has 2 tokens: the model then predicts script[1], script[2], ...
+    ScriptedModel model{script};
+    const auto prompt_ids = ids("A B");
+    REQUIRE(prompt_ids.size() == 2);
+    model.script.insert(model.script.begin(), prompt_ids.front());
+    GenerationOptions options;
+    const auto r = run(model, "A B", options);
+    CHECK(r.completion.stop_reason == StopReason::eos);
+    CHECK(r.completion.text == " done");
+    options.ignore_eos = true;
+    options.max_new_tokens = 3;
+    ScriptedModel again{model.script};
+    const auto r2 = run(again, "A B", options);
+    CHECK(r2.completion.stop_reason == StopReason::max_new_tokens);
+    CHECK(r2.completion.text == " done<|endoftext|> more");
+}
+
+TEST_CASE("A stop string spanning tokens ends the text without being shown", "[generation]") {
+    // " Hello world. The end" is several tokens; the stop string "world. T" spans three.
+    ScriptedModel model{ids(" Hello world. The end")};  // after the 1-token prompt: script[0], [1], ...
+    GenerationOptions options;
+    options.stop = {"world. T", "never"};
+    const auto r = run(model, "x", options);
+    CHECK(r.completion.stop_reason == StopReason::stop_string);
+    CHECK(r.completion.text == " Hello ");
+    for (const auto& piece : r.pieces) CHECK(piece.find('w') == std::string::npos);  // no partial stop string
+}
+
+TEST_CASE("A prefix of a stop string is held back, then released when it does not complete", "[generation]") {
+    ScriptedModel model{ids(" world wide")};
+    GenerationOptions options;
+    options.stop = {" world war"};
+    options.max_new_tokens = 2;  // " world", " wide"
+    const auto r = run(model, "x", options);
+    CHECK(r.completion.stop_reason == StopReason::max_new_tokens);
+    CHECK(r.completion.text == " world wide");
+    REQUIRE(!r.pieces.empty());
+    CHECK(r.pieces.front() == " world wide");  // " world" was held back: it could have become " world war"
+}
+
+TEST_CASE("Characters split across tokens are streamed whole", "[generation]") {
+    ScriptedModel model{ids("x👍🏽👍🏽")};
+    GenerationOptions options;
+    options.max_new_tokens = 8;
+    const auto r = run(model, "x", options);
+    for (const auto& piece : r.pieces) CHECK(utf8::first_invalid(piece) == piece.size());
+}
+
+TEST_CASE("A full context stops, or shifts with context_shift", "[generation]") {
+    ScriptedModel model{ids("x a b c d e f g h i j k l m n o p q r s t u v w")};
+    GenerationOptions options;
+    options.max_new_tokens = 40;
+    const auto r = run(model, "x", options);
+    CHECK(r.completion.stop_reason == StopReason::context_full);
+    CHECK(r.completion.tokens.size() == 16);  // 1 prompt token + 15 decoded fill 16 positions, plus the last sampled
+    options.context_shift = true;
+    options.max_new_tokens = 30;
+    ScriptedModel shifting{model.script};
+    const auto s = run(shifting, "x", options);
+    CHECK(s.completion.stop_reason == StopReason::max_new_tokens);
+    CHECK(s.completion.tokens.size() == 30);
+    CHECK(s.completion.context_shifts >= 1);
+}
+
+TEST_CASE("A prompt longer than the context is an error, or truncated on request", "[generation]") {
+    ScriptedModel model{ids(" z")};
+    const std::string long_prompt = "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen";
+    GenerationOptions options;
+    options.max_new_tokens = 1;
+    GreedySampler sampler(Rng(1), Greedy{});
+    Generator generator(model, gpt2(), sampler);
+    CHECK_THROWS_WITH(generator.generate(long_prompt, options, [](std::string_view) {}),
+                      Catch::Contains("the prompt has 16 tokens but the context holds 16"));
+    options.truncate_prompt = true;
+    const auto c = generator.generate(long_prompt, options, [](std::string_view) {});
+    CHECK(c.truncated_prompt_tokens == 1);
+    CHECK(c.prompt_tokens == 15);
+}
+
+struct SmallVocabModel : ScriptedModel {
+    static constexpr std::size_t vocab_size = 512;
+};
+
+TEST_CASE("A tokenizer that does not match the model is refused", "[generation]") {
+    SmallVocabModel model;
+    GreedySampler sampler(Rng(1), Greedy{});
+    CHECK_THROWS_WITH((Generator<SmallVocabModel, GreedySampler>(model, gpt2(), sampler)),
+                      Catch::Contains("the tokenizer has 50257 tokens but the model's vocab_size is 512"));
+}

@@ -52,13 +52,13 @@ public:
 
         std::vector<TokenId> context = tokenizer_.encode(prompt, options.prompt_special_tokens);
         if (context.empty()) {  // GPT-2 starts unconditional text after an end-of-text token
-            if (!eos) throw ArgumentError("generate: the prompt is empty and the vocabulary has no end-of-text token");
+            if (!eos) throw ArgumentError("the prompt is empty and the vocabulary has no end-of-text token");
             context.push_back(*eos);
         }
         constexpr std::size_t n_ctx = Model::n_ctx;
         if (context.size() >= n_ctx) {
             if (!options.truncate_prompt) {
-                throw ArgumentError("generate: the prompt has " + std::to_string(context.size()) +
+                throw ArgumentError("the prompt has " + std::to_string(context.size()) +
                                     " tokens but the context holds " + std::to_string(n_ctx) +
                                     " (one must be left for the answer); shorten it or truncate it");
             }

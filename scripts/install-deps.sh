@@ -8,6 +8,7 @@ packages=(
   libeigen3-dev           # the CPU backend's arithmetic
   nlohmann-json3-dev      # vocab.json, config.json
   libcli11-dev            # command-line flags of the examples
+  curl                    # scripts/run.sh: downloading GPT-2
   catch2                  # unit tests (Catch2 v2.13)
   libbenchmark-dev        # microbenchmarks (Google Benchmark)
   python3-numpy           # tools/gpt2_reference.py: the float64 GPT-2 reference and test checkpoints

@@ -25,3 +25,5 @@
 #include <tessera/models/gpt2.hpp>           // GPT2<Config, Backend>
 #include <tessera/models/load_gpt2.hpp>      // load_gpt2, HfGpt2Config, the known configs
 #include <tessera/models/perplexity.hpp>     // evaluate_perplexity
+#include <tessera/sampling/sampler.hpp>      // Sampler, SamplingParams, make_sampler, the processors
+#include <tessera/generation/generator.hpp>  // Generator, GenerationOptions, Completion

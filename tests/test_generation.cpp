@@ -8,16 +8,14 @@
 #include <tessera/generation/generator.hpp>
 #include <tessera/sampling/sampler.hpp>
 
+#include "gpt2_tokenizer.hpp"
+
 using namespace tessera;
 
 namespace {
 
-const std::string data_dir = TESSERA_TEST_DATA_DIR;
-
-const BpeTokenizer& gpt2() {
-    static const BpeTokenizer t = BpeTokenizer::from_directory(data_dir + "/gpt2");
-    return t;
-}
+using test::data_dir;
+using test::gpt2;
 
 // A stand-in for GPT2 with a tiny context: with n tokens in the cache it "predicts" script[n - 1]
 // (so after a 1-token prompt the generated tokens are script[0], script[1], ...).

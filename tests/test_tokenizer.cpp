@@ -11,16 +11,14 @@
 #include <tessera/text/bpe_tokenizer.hpp>
 #include <tessera/text/stream_decoder.hpp>
 
+#include "gpt2_tokenizer.hpp"
+
 using namespace tessera;
 
 namespace {
 
-const std::string data_dir = TESSERA_TEST_DATA_DIR;
-
-const BpeTokenizer& gpt2() {
-    static const BpeTokenizer tokenizer = BpeTokenizer::from_directory(data_dir + "/gpt2");
-    return tokenizer;
-}
+using test::data_dir;
+using test::gpt2;
 
 struct Vector {
     std::string text;

@@ -115,10 +115,7 @@ private:
 
     void reserve(std::size_t t) {
         scratch_.reserve(t);
-        if (x_capacity_ < t) {
-            x_ = Tensor<float, Extents<dyn, n_embd>, B>(t);
-            x_capacity_ = t;
-        }
+        if (x_.extent(0) < t) x_ = Tensor<float, Extents<dyn, n_embd>, B>(t);
     }
 
     B* backend_;
@@ -130,7 +127,6 @@ private:
     std::vector<typename Block::Cache> caches_;             // n_layer x (Ctx, H, D) keys and values
     typename Block::Scratch scratch_;                       // per-block activations
     Tensor<float, Extents<dyn, n_embd>, B> x_{0};           // (cap, C) residual stream
-    std::size_t x_capacity_ = 0;
     Tensor<float, Extents<vocab_size>, B> logits_;          // (V)
     std::vector<float> host_logits_;                        // (V) on the host, for device backends
     std::size_t position_ = 0;

@@ -16,18 +16,16 @@ namespace tessera {
 // Activations of one block for up to `capacity` positions; grows (prefill only), never shrinks.
 template <std::size_t C, std::size_t Inner, class B>
 struct BlockScratch {
-    std::size_t capacity = 0;
     Tensor<float, Extents<dyn, C>, B> normed{0}, q{0}, att{0}, delta{0};  // (cap, C)
     Tensor<float, Extents<dyn, Inner>, B> hidden{0};                      // (cap, Inner)
 
     void reserve(std::size_t t) {
-        if (t <= capacity) return;
+        if (t <= normed.extent(0)) return;
         normed = decltype(normed)(t);
         q = decltype(q)(t);
         att = decltype(att)(t);
         delta = decltype(delta)(t);
         hidden = decltype(hidden)(t);
-        capacity = t;
     }
 };
 

@@ -8,7 +8,6 @@
 // return the logits of the last position. Every buffer decoding needs is allocated by the
 // time the first prefill returns, so the decode loop allocates nothing.
 #include <cstddef>     // std::size_t
-#include <filesystem>  // std::filesystem::path
 #include <optional>    // std::optional
 #include <span>        // std::span
 #include <string>      // std::to_string
@@ -90,8 +89,6 @@ public:
     // Forgets the sequence: the next prefill starts at position 0.
     void reset() noexcept { position_ = 0; }
     std::size_t position() const noexcept { return position_; }
-
-    const Embedding<vocab_size, n_embd, B>& token_embedding() const noexcept { return wte_; }
 
 private:
     const Tensor<float, Extents<vocab_size, n_embd>, B>& head() const { return lm_head_ ? lm_head_->table : wte_.table; }

@@ -1,6 +1,5 @@
 #pragma once
 // Linear<In, Out>: y = x · Wᵀ + b with W stored [out, in] (each output's weights contiguous).
-#include <algorithm>  // std::copy_n
 #include <cstddef>    // std::size_t
 #include <span>       // std::span
 #include <vector>     // std::vector

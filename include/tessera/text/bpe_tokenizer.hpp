@@ -63,7 +63,7 @@ public:
         load_merges(merges_txt, merges_name);
     }
 
-    std::size_t vocab_size() const noexcept { return tokens_.size(); }
+    std::size_t vocab_size() const noexcept { return bytes_.size(); }
     // The end-of-text id from vocab.json (50256 for GPT-2), if it has one.
     std::optional<TokenId> eos_id() const { return token_id(end_of_text); }
     std::optional<TokenId> token_id(std::string_view token) const {
@@ -148,7 +148,6 @@ private:
         // byte-level character -> byte
         std::unordered_map<char32_t, char> char_to_byte;
         for (unsigned b = 0; b < 256; ++b) char_to_byte[byte_level::byte_to_char[b]] = static_cast<char>(b);
-        tokens_.assign(vocab.size(), {});
         bytes_.assign(vocab.size(), {});
         std::vector<bool> seen(vocab.size(), false);
         for (const auto& [token, id_json] : vocab.items()) {
@@ -160,7 +159,6 @@ private:
             }
             const auto index = static_cast<std::size_t>(id);
             seen[index] = true;
-            tokens_[index] = token;
             ids_.emplace(token, static_cast<TokenId>(id));
             if (token == end_of_text) {
                 bytes_[index] = token;  // a special token decodes to its own text
@@ -277,7 +275,6 @@ private:
         for (std::int64_t i = 0; i >= 0; i = symbols[static_cast<std::size_t>(i)].next) out.push_back(symbols[static_cast<std::size_t>(i)].id);
     }
 
-    std::vector<std::string> tokens_;  // id -> byte-level token text (as in vocab.json)
     std::vector<std::string> bytes_;   // id -> raw bytes
     std::unordered_map<std::string, TokenId> ids_;
     std::unordered_map<std::uint64_t, Merge> merges_;  // (left id, right id) -> rank, result

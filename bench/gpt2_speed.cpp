@@ -13,6 +13,7 @@
 #include <tessera/models/load_gpt2.hpp>
 #include <tessera/tessera.hpp>
 
+#include "gpt2_traffic.hpp"
 #include "roofline.hpp"
 
 namespace {
@@ -50,7 +51,7 @@ int main(int argc, char** argv) {
     tessera::Cpu cpu(threads);
     tessera::load_gpt2(cpu, model_dir, [&](auto& model) {
         using M = std::remove_reference_t<decltype(model)>;
-        constexpr std::size_t C = M::n_embd, V = M::vocab_size, L = M::n_layer, Ctx = M::n_ctx;
+        constexpr std::size_t V = M::vocab_size, Ctx = M::n_ctx;
         std::vector<tessera::TokenId> prompt(std::min(pp, Ctx));
         for (std::size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<tessera::TokenId>((i * 7919) % V);
 
@@ -90,14 +91,10 @@ int main(int argc, char** argv) {
         meter.sample(samples);
         const double pp_best = pp_total / rounds, tg_best = tg_total / rounds;  // means
 
-        // Bytes a decode step must read: every layer's weights, the head (wte), one wpe row, and
-        // the KV cache up to the current position (mean position over the run).
-        const double layer_floats = 12.0 * C * C + 13.0 * C;  // q,k,v,proj (4C²) + fc, proj (8C²) + biases, LN
-        const double weight_bytes = 4.0 * (L * layer_floats + V * C + 2.0 * C + C);
-        const double kv_bytes = 4.0 * L * 2.0 * C * (1.0 + tg / 2.0);
-        const double step_bytes = weight_bytes + kv_bytes;
-        const double all_weight_bytes = 4.0 * (L * layer_floats + V * C + Ctx * C + 2.0 * C);
-        const double kv_cache_bytes = 4.0 * L * 2.0 * Ctx * C;
+        using Traffic = tessera::bench::Gpt2Traffic<M>;
+        const double step_bytes = Traffic::decode_step_bytes(static_cast<double>(tg));
+        const double all_weight_bytes = Traffic::resident_weight_bytes();
+        const double kv_cache_bytes = Traffic::kv_cache_bytes();
 
         const double bw_mean = samples.mean().read_bytes_per_second;
 

@@ -13,12 +13,14 @@
 #include <filesystem>
 #include <iostream>
 #include <iterator>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include <tessera/generation/generator.hpp>
 #include <tessera/models/load_gpt2.hpp>
+#include <tessera/models/open_gpt2_cuda.hpp>
 #include <tessera/sampling/sampler.hpp>
 #include <tessera/tessera.hpp>
 
@@ -65,8 +67,8 @@ int main(int argc, char** argv) {
     app.add_flag("--context-shift", generation.context_shift, "when the context is full, drop its older half and go on");
     app.add_flag("--truncate", generation.truncate_prompt, "drop the oldest prompt tokens if the prompt does not fit");
     app.add_flag("--allow-special", allow_special, "read <|endoftext|> in the prompt as the special token");
-    app.add_option("--threads", threads, "CPU threads")->check(CLI::PositiveNumber);
-    app.add_option("--backend", backend, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
+    app.add_option("--threads", threads, "CPU threads (cpu backend)")->check(CLI::PositiveNumber);
+    app.add_option("--backend", backend, "cpu or cuda (GPT-2 on the GPU: needs a CUDA build and device)")->check(CLI::IsMember({"cpu", "cuda"}));
     app.add_flag("--no-stream", no_stream, "print the text once at the end");
     app.add_flag("--json", json, "print one JSON object with the whole result (implies --no-stream)");
     app.add_flag("--verbose", verbose, "print the model and the sampling settings to stderr");
@@ -83,53 +85,56 @@ int main(int argc, char** argv) {
     }
     generation.prompt_special_tokens = allow_special ? tessera::SpecialTokens::allowed : tessera::SpecialTokens::as_text;
     try {
-        if (backend == "cuda") {
-            throw tessera::BackendError("the CUDA backend's generator is not built yet (issue #6); use --backend cpu");
-        }
         require_model_files(model_dir);
         const std::string text = prompt ? *prompt : std::string(std::istreambuf_iterator<char>(std::cin), {});
         const auto tokenizer = tessera::BpeTokenizer::from_directory(model_dir);
         auto sampler = tessera::make_sampler(sampling);
-        tessera::Cpu cpu(threads);
-        tessera::load_gpt2(cpu, model_dir, [&](auto& model) {
-            using M = std::remove_reference_t<decltype(model)>;
-            if (verbose) {
-                std::fprintf(stderr, "model: %s, %u threads; seed %llu\n", tessera::describe_config<typename M::config>().c_str(),
-                             threads, static_cast<unsigned long long>(sampler.rng().seed()));
+        std::optional<tessera::Cpu> cpu;
+        std::unique_ptr<tessera::LanguageModel> model;
+        if (backend == "cuda") {
+            model = tessera::open_gpt2_cuda(model_dir);
+        } else {
+            cpu.emplace(threads);
+            model = tessera::open_gpt2(*cpu, model_dir);
+        }
+        if (verbose) {
+            std::fprintf(stderr, "model: %s%s; seed %llu\n", model->description().c_str(),
+                         cpu ? (", " + std::to_string(threads) + " threads").c_str() : "",
+                         static_cast<unsigned long long>(sampler.rng().seed()));
+        }
+        tessera::Generator generator(*model, tokenizer, sampler);
+        const bool stream = !no_stream && !json;
+        const auto c = generator.generate(text, generation, [&](std::string_view piece) {
+            if (stream) {
+                std::fwrite(piece.data(), 1, piece.size(), stdout);
+                std::fflush(stdout);
             }
-            tessera::Generator generator(model, tokenizer, sampler);
-            const bool stream = !no_stream && !json;
-            const auto c = generator.generate(text, generation, [&](std::string_view piece) {
-                if (stream) {
-                    std::fwrite(piece.data(), 1, piece.size(), stdout);
-                    std::fflush(stdout);
-                }
-            });
-            if (json) {
-                nlohmann::json j = {{"text", c.text},
-                                    {"tokens", c.tokens},
-                                    {"stop_reason", tessera::to_string(c.stop_reason)},
-                                    {"prompt_tokens", c.prompt_tokens},
-                                    {"truncated_prompt_tokens", c.truncated_prompt_tokens},
-                                    {"generated_tokens", c.tokens.size()},
-                                    {"context_shifts", c.context_shifts},
-                                    {"prefill_seconds", c.prefill_seconds},
-                                    {"decode_seconds", c.decode_seconds},
-                                    {"prefill_tokens_per_second", c.prefill_tokens_per_second()},
-                                    {"decode_tokens_per_second", c.decode_tokens_per_second()},
-                                    {"seed", c.seed}};
-                std::cout << j.dump() << '\n';
-            } else {
-                if (!stream) std::fwrite(c.text.data(), 1, c.text.size(), stdout);
-                std::fputc('\n', stdout);
-            }
-            std::fprintf(stderr,
-                         "prompt: %zu tokens, %.1f tokens/s%s | generated: %zu tokens, %.1f tokens/s | stop: %s | seed: %llu\n",
-                         c.prompt_tokens, c.prefill_tokens_per_second(),
-                         c.truncated_prompt_tokens ? (" (" + std::to_string(c.truncated_prompt_tokens) + " truncated)").c_str() : "",
-                         c.tokens.size(), c.decode_tokens_per_second(), tessera::to_string(c.stop_reason),
-                         static_cast<unsigned long long>(c.seed));
         });
+        if (json) {
+            nlohmann::json j = {{"text", c.text},
+                                {"tokens", c.tokens},
+                                {"stop_reason", tessera::to_string(c.stop_reason)},
+                                {"prompt_tokens", c.prompt_tokens},
+                                {"truncated_prompt_tokens", c.truncated_prompt_tokens},
+                                {"generated_tokens", c.tokens.size()},
+                                {"context_shifts", c.context_shifts},
+                                {"prefill_seconds", c.prefill_seconds},
+                                {"decode_seconds", c.decode_seconds},
+                                {"prefill_tokens_per_second", c.prefill_tokens_per_second()},
+                                {"decode_tokens_per_second", c.decode_tokens_per_second()},
+                                {"seed", c.seed},
+                                {"backend", backend}};
+            std::cout << j.dump() << '\n';
+        } else {
+            if (!stream) std::fwrite(c.text.data(), 1, c.text.size(), stdout);
+            std::fputc('\n', stdout);
+        }
+        std::fprintf(stderr,
+                     "prompt: %zu tokens, %.1f tokens/s%s | generated: %zu tokens, %.1f tokens/s | stop: %s | seed: %llu\n",
+                     c.prompt_tokens, c.prefill_tokens_per_second(),
+                     c.truncated_prompt_tokens ? (" (" + std::to_string(c.truncated_prompt_tokens) + " truncated)").c_str() : "",
+                     c.tokens.size(), c.decode_tokens_per_second(), tessera::to_string(c.stop_reason),
+                     static_cast<unsigned long long>(c.seed));
     } catch (const std::exception& e) {
         std::cerr << "generate: " << e.what() << '\n';
         return 1;

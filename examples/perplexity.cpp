@@ -11,12 +11,14 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <memory>
 #include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include <tessera/models/load_gpt2.hpp>
+#include <tessera/models/open_gpt2_cuda.hpp>
 #include <tessera/models/perplexity.hpp>
 #include <tessera/tessera.hpp>
 
@@ -48,7 +50,7 @@ std::vector<tessera::TokenId> read_token_ids(const std::string& path) {
 
 int main(int argc, char** argv) {
     CLI::App app{"Perplexity of a text under a GPT-2 checkpoint (Hugging Face layout)"};
-    std::string model_dir, text_file, tokens_file, dump_logits;
+    std::string model_dir, text_file, tokens_file, dump_logits, backend = "cpu";
     std::size_t stride = 0;
     unsigned threads = tessera::Cpu::default_threads();
     app.add_option("--model", model_dir, "model directory: config.json, model.safetensors (+ vocab.json, merges.txt)")
@@ -56,7 +58,9 @@ int main(int argc, char** argv) {
     auto* text_opt = app.add_option("--text-file", text_file, "UTF-8 text, tokenized with the model's tokenizer");
     auto* ids_opt = app.add_option("--tokens-file", tokens_file, "whitespace-separated token ids")->excludes(text_opt);
     app.add_option("--stride", stride, "window step for texts longer than n_ctx (default n_ctx / 2)");
-    app.add_option("--threads", threads, "CPU threads")->check(CLI::PositiveNumber);
+    app.add_option("--threads", threads, "CPU threads (cpu backend)")->check(CLI::PositiveNumber);
+    app.add_option("--backend", backend, "cpu or cuda (GPT-2 on the GPU: needs a CUDA build and device)")
+        ->check(CLI::IsMember({"cpu", "cuda"}));
     app.add_option("--dump-logits", dump_logits,
                    "write every position's logits to this file: raw little-endian float32, row-major [T][V] "
                    "(T tokens, V vocabulary entries; row t holds the logits that predict token t+1)");
@@ -76,23 +80,27 @@ int main(int argc, char** argv) {
         } else {
             tokens = read_token_ids(tokens_file);
         }
-        tessera::Cpu cpu(threads);
         std::ofstream dump;
         if (!dump_logits.empty()) {
             dump.open(dump_logits, std::ios::binary);
             if (!dump) throw tessera::ArgumentError("cannot write " + dump_logits);
         }
-        tessera::load_gpt2(cpu, model_dir, [&](auto& model) {
-            using M = std::remove_reference_t<decltype(model)>;
-            if (tokenizer) tokenizer->check_vocab_size(M::vocab_size);  // ids must mean the same tokens
-            const std::size_t s = stride ? stride : M::n_ctx / 2;
-            const auto r = tessera::evaluate_perplexity(model, tokens, s, [&](std::size_t, std::span<const float> logits) {
-                if (dump) dump.write(reinterpret_cast<const char*>(logits.data()), static_cast<std::streamsize>(logits.size_bytes()));
-            });
-            std::printf("model: %s\ntokens: %zu, predicted: %zu, windows: %zu (n_ctx %zu, stride %zu)\n", M::config::name,
-                        r.tokens, r.predicted, r.windows, M::n_ctx, s);
-            std::printf("mean negative log-likelihood: %.6f nats\nperplexity: %.4f\n", r.mean_nll(), r.perplexity());
+        std::optional<tessera::Cpu> cpu;
+        std::unique_ptr<tessera::LanguageModel> model;
+        if (backend == "cuda") {
+            model = tessera::open_gpt2_cuda(model_dir);
+        } else {
+            cpu.emplace(threads);
+            model = tessera::open_gpt2(*cpu, model_dir);
+        }
+        if (tokenizer) tokenizer->check_vocab_size(model->vocabulary_size());  // ids must mean the same tokens
+        const std::size_t s = stride ? stride : model->context_length() / 2;
+        const auto r = tessera::evaluate_perplexity(*model, tokens, s, [&](std::size_t, std::span<const float> logits) {
+            if (dump) dump.write(reinterpret_cast<const char*>(logits.data()), static_cast<std::streamsize>(logits.size_bytes()));
         });
+        std::printf("model: %s\ntokens: %zu, predicted: %zu, windows: %zu (n_ctx %zu, stride %zu)\n",
+                    model->description().c_str(), r.tokens, r.predicted, r.windows, model->context_length(), s);
+        std::printf("mean negative log-likelihood: %.6f nats\nperplexity: %.4f\n", r.mean_nll(), r.perplexity());
         if (dump && !dump.flush()) throw tessera::ArgumentError("writing " + dump_logits + " failed");
     } catch (const std::exception& e) {
         std::cerr << "perplexity: " << e.what() << '\n';

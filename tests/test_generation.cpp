@@ -27,6 +27,8 @@ struct ScriptedModel {
     std::size_t prefills = 0;
     std::vector<float> logits = std::vector<float>(vocab_size);
 
+    static constexpr std::size_t context_length() { return n_ctx; }
+    std::size_t vocabulary_size() const { return vocab_size; }
     void reset() { position_ = 0; }
     std::size_t position() const { return position_; }
     std::span<const float> prefill(std::span<const TokenId> tokens) {
@@ -161,7 +163,7 @@ TEST_CASE("A prompt longer than the context is an error, or truncated on request
 }
 
 struct SmallVocabModel : ScriptedModel {
-    static constexpr std::size_t vocab_size = 512;
+    std::size_t vocabulary_size() const { return 512; }
 };
 
 TEST_CASE("A tokenizer that does not match the model is refused", "[generation]") {

@@ -18,36 +18,21 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include <tessera/models/load_gpt2.hpp>
 #include <tessera/models/perplexity.hpp>
 #include <tessera/tessera.hpp>
 
 #include "allocation_counter.hpp"
+#include "gpt2_fixtures.hpp"
 
 using namespace tessera;
 
 
 namespace {
 
-const std::string fixtures = TESSERA_GPT2_FIXTURES;
-
-std::vector<TokenId> fixture_tokens() {
-    std::ifstream in(fixtures + "/tokens.txt");
-    std::vector<TokenId> ids;
-    std::string item;
-    while (std::getline(in, item, ',')) ids.push_back(std::stoi(item));
-    return ids;
-}
-
-std::vector<double> reference_logits(const std::string& name) {
-    std::ifstream in(fixtures + "/" + name + "/logits.f64", std::ios::binary);
-    std::vector<double> v;
-    double x;
-    while (in.read(reinterpret_cast<char*>(&x), sizeof x)) v.push_back(x);
-    return v;
-}
+using test::fixture_tokens;
+using test::reference_logits;
+const std::string& fixtures = test::gpt2_fixtures;
 
 Cpu& host() {
     static Cpu instance(2);
@@ -102,8 +87,7 @@ TEST_CASE("Decoding with the KV cache equals full recomputation", "[gpt2]") {
 
 TEST_CASE("Greedy continuation is identical to the reference", "[gpt2]") {
     const std::string name = GENERATE(as<std::string>{}, "tiny", "odd-heads");
-    std::ifstream in(fixtures + "/" + name + "/greedy.json");
-    const auto want = nlohmann::json::parse(in)["tokens"].get<std::vector<TokenId>>();
+    const auto want = test::reference_greedy(name);
     with_model(name, [&](auto& model) {
         std::vector<TokenId> got(want.begin(), want.begin() + 3);
         auto logits = model.prefill(got);

@@ -3,10 +3,11 @@
 # Hugging Face's layout and their float64 reference results from tools/gpt2_reference.py.
 # Deterministic (fixed seeds); run by ctest as the fixture-setup test `gpt2_fixtures`.
 #   apt-get install python3-numpy; tools/make_gpt2_fixtures.sh [OUT] [--with-124m]
+#   (TESSERA_PYTHON=python3 picks another interpreter with numpy, e.g. on a GPU machine)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${1:-build/gpt2_fixtures}
-py=/usr/bin/python3
+py=${TESSERA_PYTHON:-/usr/bin/python3}  # any python3 with numpy
 ref="$py $here/gpt2_reference.py"
 tokens=1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16
 mkdir -p "$out"

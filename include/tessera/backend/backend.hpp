@@ -65,4 +65,9 @@ template <class B>
 concept Backend = StorageBackend<B> && HasTransfers<B> && HasGemm<B> && HasGemv<B> && HasAdd<B> && HasLayerNorm<B> &&
                   HasGelu<B> && HasSoftmax<B> && HasCausalAttention<B> && HasGatherRows<B>;
 
+// Optional: runs a step that only queues work on the backend as one replayable unit (a CUDA
+// graph), to save per-kernel launch overhead. Models use it for the decode step when present.
+template <class B>
+concept RunsGraphs = requires(B& b, void (*step)()) { b.run_as_graph(step); };
+
 }  // namespace tessera

@@ -19,6 +19,7 @@
 #include <tessera/core/error.hpp>                // ArgumentError
 #include <tessera/generation/completion.hpp>     // Completion, StopReason
 #include <tessera/generation/stop_strings.hpp>   // StopStrings
+#include <tessera/models/language_model.hpp>     // CausalLanguageModel
 #include <tessera/text/bpe_tokenizer.hpp>        // BpeTokenizer
 #include <tessera/text/stream_decoder.hpp>       // StreamDecoder
 
@@ -33,12 +34,12 @@ struct GenerationOptions {
     SpecialTokens prompt_special_tokens = SpecialTokens::as_text;
 };
 
-template <class Model, class Sampler>
+template <CausalLanguageModel Model, class Sampler>
 class Generator {
 public:
     Generator(Model& model, const BpeTokenizer& tokenizer, Sampler& sampler)
         : model_(model), tokenizer_(tokenizer), sampler_(sampler) {
-        tokenizer.check_vocab_size(Model::vocab_size);
+        tokenizer.check_vocab_size(model.vocabulary_size());
     }
 
     template <class OnText>
@@ -55,7 +56,7 @@ public:
             if (!eos) throw ArgumentError("the prompt is empty and the vocabulary has no end-of-text token");
             context.push_back(*eos);
         }
-        constexpr std::size_t n_ctx = Model::n_ctx;
+        const std::size_t n_ctx = model_.context_length();
         if (context.size() >= n_ctx) {
             if (!options.truncate_prompt) {
                 throw ArgumentError("the prompt has " + std::to_string(context.size()) +
@@ -75,7 +76,7 @@ public:
         StreamDecoder stream(tokenizer_);
         std::string text;          // everything generated so far, whole characters
         std::size_t shown = 0;     // bytes of text already given to on_text
-        std::vector<float> scratch(Model::vocab_size);
+        std::vector<float> scratch(model_.vocabulary_size());
         const auto show = [&](std::size_t until) {
             if (until > shown) on_text(std::string_view(text).substr(shown, until - shown));
             shown = std::max(shown, until);

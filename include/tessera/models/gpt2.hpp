@@ -6,13 +6,15 @@
 //
 // prefill() runs a sequence (continuing from the current position), decode() one token; both
 // return the logits of the last position. Every buffer decoding needs is allocated by the
-// time the first prefill returns, so the decode loop allocates nothing.
+// time the first prefill returns, so the decode loop allocates nothing. On a backend that can
+// replay a queued step as a graph (RunsGraphs: CUDA), each one-token step runs as one graph.
 #include <cstddef>     // std::size_t
 #include <optional>    // std::optional
 #include <span>        // std::span
 #include <string>      // std::to_string
 #include <vector>      // std::vector
 
+#include <tessera/backend/backend.hpp>        // RunsGraphs
 #include <tessera/core/error.hpp>             // ArgumentError
 #include <tessera/core/tensor.hpp>            // Tensor
 #include <tessera/io/safetensors.hpp>         // SafetensorsFile
@@ -59,11 +61,20 @@ public:
     // Appends tokens at the current position; returns the last position's logits (V), valid
     // until the next call.
     std::span<const float> prefill(std::span<const TokenId> tokens) {
-        const auto x = forward(tokens);
-        const auto last = x.rows(x.extent(0) - 1, 1);
-        const auto normed = scratch_.normed.view().rows(0, 1);
-        ln_f_(*backend_, last, normed);
-        gemv(*backend_, head(), normed.flat(), logits_);
+        const std::size_t t = admit(tokens);
+        const auto step = [&] {
+            const auto x = run_blocks(tokens);
+            const auto normed = scratch_.normed.view().rows(0, 1);
+            ln_f_(*backend_, x.rows(t - 1, 1), normed);
+            gemv(*backend_, head(), normed.flat(), logits_);
+        };
+        if constexpr (RunsGraphs<B>) {
+            if (t == 1) backend_->run_as_graph(step);
+            else step();
+        } else {
+            step();
+        }
+        position_ += t;
         if constexpr (B::host_accessible) {
             return {logits_.data(), vocab_size};
         } else {
@@ -77,14 +88,18 @@ public:
 
     // Appends tokens; returns every position's logits, row-major [T][V] (allocates T·V floats).
     std::vector<float> prefill_all(std::span<const TokenId> tokens) {
-        const auto x = forward(tokens);
-        const std::size_t t = x.extent(0);
+        const std::size_t t = admit(tokens);
+        const auto x = run_blocks(tokens);
+        position_ += t;
         const auto normed = scratch_.normed.view().rows(0, t);
         ln_f_(*backend_, x, normed);
         Tensor<float, Extents<dyn, vocab_size>, B> all(t);
         gemm(*backend_, normed, head(), all);
         return to_host(all);
     }
+
+    static constexpr std::size_t context_length() noexcept { return n_ctx; }
+    static constexpr std::size_t vocabulary_size() noexcept { return vocab_size; }
 
     // Forgets the sequence: the next prefill starts at position 0.
     void reset() noexcept { position_ = 0; }
@@ -93,26 +108,27 @@ public:
 private:
     const Tensor<float, Extents<vocab_size, n_embd>, B>& head() const { return lm_head_ ? lm_head_->table : wte_.table; }
 
-    // Runs the blocks over tokens at positions [position_, position_ + T); returns x (T, C).
-    TensorView<float, Extents<dyn, n_embd>, B> forward(std::span<const TokenId> tokens) {
+    // Checks that tokens fit after the current position and sizes the scratch for them
+    // (before anything is queued: a graph capture may not allocate). Returns their count.
+    std::size_t admit(std::span<const TokenId> tokens) {
         const std::size_t t = tokens.size();
         if (t == 0) throw ArgumentError("GPT2: no tokens to run");
         if (t > n_ctx - position_) {
             throw ArgumentError("GPT2: " + std::to_string(t) + " tokens at position " + std::to_string(position_) +
                                 " exceed the context of " + std::to_string(n_ctx) + " positions");
         }
-        reserve(t);
-        const auto x = x_.view().rows(0, t);
+        scratch_.reserve(t);
+        if (x_.extent(0) < t) x_ = Tensor<float, Extents<dyn, n_embd>, B>(t);
+        return t;
+    }
+
+    // Queues the blocks over tokens at positions [position_, position_ + T); returns x (T, C).
+    TensorView<float, Extents<dyn, n_embd>, B> run_blocks(std::span<const TokenId> tokens) {
+        const auto x = x_.view().rows(0, tokens.size());
         wte_(*backend_, tokens, x);
         positions_.add_to(*backend_, x, position_);
         for (std::size_t i = 0; i < n_layer; ++i) blocks_[i](*backend_, x, caches_[i], position_, scratch_);
-        position_ += t;
         return x;
-    }
-
-    void reserve(std::size_t t) {
-        scratch_.reserve(t);
-        if (x_.extent(0) < t) x_ = Tensor<float, Extents<dyn, n_embd>, B>(t);
     }
 
     B* backend_;

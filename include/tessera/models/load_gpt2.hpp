@@ -1,12 +1,14 @@
 #pragma once
 // From a Hugging Face model directory (config.json + model.safetensors) to the GPT2 type whose
 // compile-time shape matches config.json: load_gpt2(backend, dir, visitor) builds the model and
-// calls visitor(model). An unknown shape is an error listing the known ones.
+// calls visitor(model); open_gpt2(backend, dir) returns it as a LanguageModel instead. An
+// unknown shape is an error listing the known ones.
 #include <cstddef>     // std::size_t
 #include <filesystem>  // std::filesystem::path
 #include <fstream>     // std::ifstream
 #include <memory>      // std::unique_ptr
 #include <string>      // std::string
+#include <utility>     // std::move
 #include <tuple>       // std::tuple_size, std::tuple_element
 
 #include <nlohmann/json.hpp>  // config.json
@@ -15,6 +17,7 @@
 #include <tessera/io/safetensors.hpp>      // SafetensorsFile
 #include <tessera/models/gpt2.hpp>         // GPT2
 #include <tessera/models/gpt2_config.hpp>  // KnownGPT2Configs
+#include <tessera/models/language_model.hpp>  // LanguageModel, LanguageModelFor
 
 namespace tessera {
 
@@ -74,7 +77,7 @@ void dispatch_gpt2(B& backend, const HfGpt2Config& cfg, const io::SafetensorsFil
         if (cfg.matches<Config>()) {
             auto model = std::make_unique<GPT2<Config, B>>(backend);
             model->load(weights, cfg.layer_norm_epsilon);
-            visitor(*model);
+            visitor(std::move(model));
         } else {
             dispatch_gpt2<B, Visitor, I + 1>(backend, cfg, weights, where, visitor, known + "\n  " + describe_config<Config>());
         }
@@ -89,7 +92,26 @@ void load_gpt2(B& backend, const std::filesystem::path& dir, Visitor&& visitor) 
     const auto config_path = dir / "config.json";
     const HfGpt2Config cfg = HfGpt2Config::read(config_path);
     const io::SafetensorsFile weights(dir / "model.safetensors");
-    detail::dispatch_gpt2(backend, cfg, weights, config_path.string(), visitor);
+    const auto visit = [&visitor](auto model) { visitor(*model); };
+    detail::dispatch_gpt2(backend, cfg, weights, config_path.string(), visit);
+}
+
+// The same as a LanguageModel, which keeps `keep_alive` (the backend, say) alive as long as it
+// lives; otherwise the caller keeps `backend` alive.
+template <class B>
+std::unique_ptr<LanguageModel> open_gpt2(B& backend, const std::filesystem::path& dir,
+                                         std::shared_ptr<void> keep_alive = nullptr) {
+    const auto config_path = dir / "config.json";
+    const HfGpt2Config cfg = HfGpt2Config::read(config_path);
+    const io::SafetensorsFile weights(dir / "model.safetensors");
+    std::unique_ptr<LanguageModel> result;
+    const auto take = [&](auto model) {
+        using M = typename decltype(model)::element_type;
+        std::string description = describe_config<typename M::config>() + " on " + B::name;
+        result = std::make_unique<LanguageModelFor<M>>(std::move(model), std::move(description), keep_alive);
+    };
+    detail::dispatch_gpt2(backend, cfg, weights, config_path.string(), take);
+    return result;
 }
 
 }  // namespace tessera

@@ -10,6 +10,7 @@
 #include <string>     // std::to_string
 
 #include <tessera/core/error.hpp>          // ArgumentError
+#include <tessera/models/language_model.hpp>  // ScoringLanguageModel
 #include <tessera/text/bpe_tokenizer.hpp>  // TokenId
 
 namespace tessera {
@@ -34,11 +35,11 @@ inline double negative_log_likelihood(std::span<const float> logits, TokenId tar
 // Scores every token after the first. on_logits(position, logits) is called once per position
 // 0..T-1 in order, with the logits that position produced in the window that scored its
 // target (the last position's logits predict past the end; they are reported, not scored).
-template <class Model, class OnLogits>
+template <ScoringLanguageModel Model, class OnLogits>
 PerplexityResult evaluate_perplexity(Model& model, std::span<const TokenId> tokens, std::size_t stride,
                                      OnLogits&& on_logits) {
-    constexpr std::size_t window = Model::n_ctx;
-    constexpr std::size_t vocab = Model::vocab_size;
+    const std::size_t window = model.context_length();
+    const std::size_t vocab = model.vocabulary_size();
     if (stride == 0 || stride > window) {
         throw ArgumentError("perplexity: stride must be in [1, " + std::to_string(window) + "], got " + std::to_string(stride));
     }

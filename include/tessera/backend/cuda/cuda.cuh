@@ -1,11 +1,13 @@
 #pragma once
 // Cuda: the device backend. thrust device_vectors for storage and element-wise work, cuBLAS
-// for the matrix products, hand-written kernels for LayerNorm, softmax and attention. Every
-// kernel is queued on the instance's stream; transfers (upload, download) are synchronous and
-// wait for that queued work. Compiles only under nvcc.
+// for the matrix products of many rows, hand-written kernels for the products of few rows
+// (decoding), LayerNorm, softmax, fused causal attention and the embedding lookup. Every kernel
+// is queued on the instance's stream; transfers (upload, download) are synchronous and wait for
+// that queued work. run_as_graph() replays a queued step as a CUDA graph. Compiles only under nvcc.
 #ifndef __CUDACC__
 #error "tessera/backend/cuda/*.cuh compile only under nvcc: include them from .cu files (see backend/cuda.hpp)."
 #endif
+#include <algorithm>       // std::min
 #include <cmath>           // std::sqrt
 #include <cstddef>         // std::size_t
 #include <cstdint>         // std::int32_t
@@ -15,12 +17,18 @@
 #include <string>          // std::to_string
 #include <utility>         // std::exchange
 
-#include <tessera/backend/cuda.hpp>                // Cuda (declaration)
-#include <tessera/backend/cuda/attention.cuh>      // causal_attention_kernel
-#include <tessera/backend/cuda/check.cuh>          // check, check_launch
-#include <tessera/backend/cuda/device_buffer.cuh>  // DeviceBuffer
-#include <tessera/backend/cuda/elementwise.cuh>    // GeluTanh, add_bias_rows_kernel
-#include <tessera/backend/cuda/row_kernels.cuh>    // layer_norm_kernel, softmax_rows_kernel
+#include <thrust/execution_policy.h>  // thrust::cuda::par_nosync
+#include <thrust/functional.h>        // thrust::plus
+#include <thrust/transform.h>         // thrust::transform
+
+#include <tessera/backend/cuda.hpp>                  // Cuda (declaration)
+#include <tessera/backend/cuda/attention.cuh>        // causal_attention_kernel
+#include <tessera/backend/cuda/check.cuh>            // check, check_launch
+#include <tessera/backend/cuda/device_buffer.cuh>    // DeviceBuffer
+#include <tessera/backend/cuda/elementwise.cuh>      // GeluTanh, gather_rows_kernel
+#include <tessera/backend/cuda/graph.cuh>            // GraphRunner
+#include <tessera/backend/cuda/matrix_products.cuh>  // skinny_gemm_kernel, add_bias_rows_kernel
+#include <tessera/backend/cuda/row_kernels.cuh>      // layer_norm_kernel, softmax_rows_kernel
 #include <tessera/core/error.hpp>                  // BackendError
 #include <tessera/core/tensor_view.hpp>            // MatrixView, VectorView, Tensor3View
 
@@ -69,7 +77,7 @@ public:
     }
     Cuda(Cuda&& other) noexcept
         : stream_(std::exchange(other.stream_, nullptr)), blas_(std::exchange(other.blas_, nullptr)),
-          scores_(std::move(other.scores_)) {}
+          graph_(std::move(other.graph_)), use_graphs_(other.use_graphs_) {}
     Cuda& operator=(Cuda&&) = delete;
     Cuda(const Cuda&) = delete;
     Cuda& operator=(const Cuda&) = delete;
@@ -81,12 +89,17 @@ public:
     cudaStream_t stream() const noexcept { return stream_; }
     void synchronize() { gpu::check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize"); }
 
-    // Row-major C(M,N) = A(M,K)·W(N,K)ᵀ is column-major Cᵀ(N,M) = W·Aᵀ, where the column-major
-    // views of the row-major buffers are Wᵀ(K,N) and Aᵀ(K,M): hence op(T) on W, op(N) on A.
+    // Row-major C(M,N) = A(M,K)·W(N,K)ᵀ: up to skinny_max_rows rows in one pass over W with the
+    // bias fused; more through cuBLAS, where row-major C is column-major Cᵀ(N,M) = W·Aᵀ and the
+    // column-major views of the row-major buffers are Wᵀ(K,N) and Aᵀ(K,M): hence op(T) on W.
     void gemm(MatrixView<const float, Cuda> a, MatrixView<const float, Cuda> w, VectorView<const float, Cuda> bias,
               MatrixView<float, Cuda> c) {
         const int m = static_cast<int>(a.extent(0)), n = static_cast<int>(w.extent(0)), k = static_cast<int>(a.extent(1));
         if (m == 0 || n == 0) return;
+        if (m <= gpu::skinny_max_rows) {
+            skinny_gemm(a.data(), w.data(), bias.empty() ? nullptr : bias.data(), c.data(), m, n, k);
+            return;
+        }
         const float one = 1.0f, zero = 0.0f;
         gpu::check(cublasSgemm(blas_, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &one, w.data(), k, a.data(), k, &zero,
                                 c.data(), n),
@@ -99,30 +112,24 @@ public:
         }
     }
 
-    // y(N) = W(N,K)·x(K): the column-major view of W is Wᵀ(K,N), so op(T).
+    // y(N) = W(N,K)·x(K) + bias: the one-row product.
     void gemv(MatrixView<const float, Cuda> w, VectorView<const float, Cuda> x, VectorView<const float, Cuda> bias,
               VectorView<float, Cuda> y) {
         const int n = static_cast<int>(w.extent(0)), k = static_cast<int>(w.extent(1));
         if (n == 0) return;
-        const float one = 1.0f, zero = 0.0f;
-        if (!bias.empty()) {
-            gpu::check(cudaMemcpyAsync(y.data(), bias.data(), y.size() * sizeof(float), cudaMemcpyDeviceToDevice,
-                                        stream_),
-                        "cudaMemcpyAsync (gemv bias)");
-        }
-        gpu::check(cublasSgemv(blas_, CUBLAS_OP_T, k, n, &one, w.data(), k, x.data(), 1, bias.empty() ? &zero : &one,
-                                y.data(), 1),
-                    "cublasSgemv");
+        skinny_gemm(x.data(), w.data(), bias.empty() ? nullptr : bias.data(), y.data(), 1, n, k);
     }
 
     void add(VectorView<const float, Cuda> a, VectorView<const float, Cuda> b, VectorView<float, Cuda> out) {
-        thrust::transform(thrust::cuda::par.on(stream_), a.data(), a.data() + a.size(), b.data(), out.data(),
+        // par_nosync: plain par would synchronise the stream after every call (and break capture).
+        thrust::transform(thrust::cuda::par_nosync.on(stream_), a.data(), a.data() + a.size(), b.data(), out.data(),
                           thrust::plus<float>());
         gpu::check_launch("thrust::transform (add)");
     }
 
     void gelu(VectorView<const float, Cuda> x, VectorView<float, Cuda> out) {
-        thrust::transform(thrust::cuda::par.on(stream_), x.data(), x.data() + x.size(), out.data(), gpu::GeluTanh{});
+        thrust::transform(thrust::cuda::par_nosync.on(stream_), x.data(), x.data() + x.size(), out.data(),
+                          gpu::GeluTanh{});
         gpu::check_launch("thrust::transform (gelu)");
     }
 
@@ -141,31 +148,64 @@ public:
         gpu::check_launch("softmax_rows_kernel");
     }
 
+    // One block per (head, query): 32 warps splitting the keys when there are few blocks
+    // (decoding), 4 when the queries alone fill the GPU (prefill).
     void causal_attention(Tensor3View<const float, Cuda> q, Tensor3View<const float, Cuda> k,
                           Tensor3View<const float, Cuda> v, Tensor3View<float, Cuda> out) {
         const std::size_t tq = q.extent(0), tk = k.extent(0), heads = q.extent(1), dim = q.extent(2);
-        if (tq == 0 || heads == 0) return;
-        scores_.reserve_elements(tq * heads * tk);
+        if (tq == 0 || heads == 0 || dim == 0) return;
         const dim3 grid(static_cast<unsigned>(heads), static_cast<unsigned>(tq));
-        gpu::causal_attention_kernel<<<grid, gpu::attention_block_threads, 0, stream_>>>(
-            q.data(), k.data(), v.data(), out.data(), scores_.data(), tq, tk, heads, dim,
-            1.0f / std::sqrt(static_cast<float>(dim)));
-        gpu::check_launch("causal_attention_kernel");
+        const unsigned threads = (tq * heads >= 1024 ? 4 : gpu::attention_max_warps) * gpu::warp_size;
+        const float scale = 1.0f / std::sqrt(static_cast<float>(dim));
+        const auto launch = [&](auto kernel) {
+            kernel<<<grid, threads, 0, stream_>>>(q.data(), k.data(), v.data(), out.data(), tq, tk, heads, dim, scale);
+            gpu::check_launch("causal_attention_kernel");
+        };
+        if (dim <= 32) launch(gpu::causal_attention_kernel<1>);
+        else if (dim <= 64) launch(gpu::causal_attention_kernel<2>);
+        else if (dim <= 128) launch(gpu::causal_attention_kernel<4>);
+        else if (dim <= 256) launch(gpu::causal_attention_kernel<8>);
+        else throw BackendError("Cuda::causal_attention: head size " + std::to_string(dim) + " is over the 256 supported");
     }
 
     void gather_rows(MatrixView<const float, Cuda> table, std::span<const std::int32_t> ids, MatrixView<float, Cuda> out) {
-        const std::size_t c = table.extent(1);
-        for (std::size_t i = 0; i < ids.size(); ++i) {
-            gpu::check(cudaMemcpyAsync(out.data() + i * c, table.data() + static_cast<std::size_t>(ids[i]) * c,
-                                       c * sizeof(float), cudaMemcpyDeviceToDevice, stream_),
-                       "cudaMemcpyAsync (gather_rows)");
+        const std::size_t cols = table.extent(1);
+        for (std::size_t first = 0; first < ids.size(); first += gpu::gather_ids_per_launch) {
+            const std::size_t count = std::min(gpu::gather_ids_per_launch, ids.size() - first);
+            gpu::TokenIds chunk{};
+            std::copy_n(ids.data() + first, count, chunk.id);
+            gpu::gather_rows_kernel<<<static_cast<unsigned>(count), 256, 0, stream_>>>(table.data(), chunk,
+                                                                                      out.data() + first * cols, cols);
+            gpu::check_launch("gather_rows_kernel");
         }
     }
+
+    // Runs step() (which queues work on this backend only) as one CUDA graph, or directly when
+    // graphs are switched off. Results are the same either way; graphs save launch overhead.
+    template <class Step>
+    void run_as_graph(Step&& step) {
+        if (use_graphs_) graph_.run(stream_, step);
+        else step();
+    }
+    void use_graphs(bool on) noexcept { use_graphs_ = on; }
+    bool uses_graphs() const noexcept { return use_graphs_; }
 
 private:
     cudaStream_t stream_ = nullptr;
     cublasHandle_t blas_ = nullptr;
-    gpu::DeviceBuffer<float> scores_;  // attention scores, one row per (query, head); grows, never shrinks
+    gpu::GraphRunner graph_;
+    bool use_graphs_ = true;
+
+    void skinny_gemm(const float* a, const float* w, const float* bias, float* c, int m, int n, int k) {
+        constexpr int warps = gpu::skinny_block_threads / gpu::warp_size;
+        const unsigned blocks = static_cast<unsigned>((n + warps - 1) / warps);
+        if (k % 4 == 0 && gpu::aligned16(a) && gpu::aligned16(w)) {
+            gpu::skinny_gemm_kernel<true><<<blocks, gpu::skinny_block_threads, 0, stream_>>>(a, w, bias, c, m, n, k);
+        } else {
+            gpu::skinny_gemm_kernel<false><<<blocks, gpu::skinny_block_threads, 0, stream_>>>(a, w, bias, c, m, n, k);
+        }
+        gpu::check_launch("skinny_gemm_kernel");
+    }
 };
 
 }  // namespace tessera

@@ -1,12 +1,10 @@
 #pragma once
-// Element-wise work on the device with thrust, plus the bias broadcast of gemm.
+// Element-wise work on the device with thrust, and the embedding lookup.
 #ifndef __CUDACC__
 #error "tessera/backend/cuda/*.cuh compile only under nvcc: include them from .cu files (see backend/cuda.hpp)."
 #endif
-#include <cstddef>                  // std::size_t
-#include <thrust/functional.h>      // thrust::plus
-#include <thrust/transform.h>       // thrust::transform
-#include <thrust/execution_policy.h>
+#include <cstddef>  // std::size_t
+#include <cstdint>  // std::int32_t
 
 namespace tessera::gpu {
 
@@ -18,10 +16,18 @@ struct GeluTanh {
     }
 };
 
-// c(m, n) += bias(n) on every row.
-__global__ void add_bias_rows_kernel(float* c, const float* bias, std::size_t m, std::size_t n) {
-    const std::size_t idx = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-    if (idx < m * n) c[idx] += bias[idx % n];
+// Token ids travel by value in the launch's parameters: no staging copy to the device, and a
+// captured CUDA graph holds them. Longer sequences take several launches.
+inline constexpr std::size_t gather_ids_per_launch = 256;
+struct TokenIds {
+    std::int32_t id[gather_ids_per_launch];
+};
+
+// Grid: one block per id. out row b = table row ids.id[b].
+__global__ void gather_rows_kernel(const float* table, TokenIds ids, float* out, std::size_t cols) {
+    const float* src = table + static_cast<std::size_t>(ids.id[blockIdx.x]) * cols;
+    float* dst = out + static_cast<std::size_t>(blockIdx.x) * cols;
+    for (std::size_t c = threadIdx.x; c < cols; c += blockDim.x) dst[c] = src[c];
 }
 
 }  // namespace tessera::gpu

@@ -1,0 +1,75 @@
+#pragma once
+// LanguageModel: a causal language model behind a run-time interface, for code that picks the
+// model (its shape from config.json) or the backend at run time: the example programs, and host
+// code that reaches a CUDA model compiled elsewhere (open_gpt2_cuda). The templates that take a
+// model (Generator, evaluate_perplexity) accept either a GPT2<...> or a LanguageModel: both
+// satisfy CausalLanguageModel. The virtual call per step costs nothing next to a forward pass.
+#include <concepts>  // std::convertible_to
+#include <cstddef>   // std::size_t
+#include <memory>    // std::unique_ptr, std::shared_ptr
+#include <span>      // std::span
+#include <string>    // std::string
+#include <utility>   // std::move
+#include <vector>    // std::vector
+
+#include <tessera/text/bpe_tokenizer.hpp>  // TokenId
+
+namespace tessera {
+
+// What the generation loop needs of a model.
+template <class M>
+concept CausalLanguageModel = requires(M& m, const M& cm, std::span<const TokenId> ids, TokenId id) {
+    { cm.context_length() } -> std::convertible_to<std::size_t>;
+    { cm.vocabulary_size() } -> std::convertible_to<std::size_t>;
+    { cm.position() } -> std::convertible_to<std::size_t>;
+    { m.prefill(ids) } -> std::convertible_to<std::span<const float>>;
+    { m.decode(id) } -> std::convertible_to<std::span<const float>>;
+    m.reset();
+};
+
+// ... and what perplexity evaluation needs on top: every position's logits, [T][V].
+template <class M>
+concept ScoringLanguageModel = CausalLanguageModel<M> && requires(M& m, std::span<const TokenId> ids) {
+    { m.prefill_all(ids) } -> std::convertible_to<std::vector<float>>;
+};
+
+class LanguageModel {
+public:
+    virtual ~LanguageModel() = default;
+    virtual std::size_t context_length() const = 0;
+    virtual std::size_t vocabulary_size() const = 0;
+    virtual std::size_t position() const = 0;
+    virtual std::span<const float> prefill(std::span<const TokenId> tokens) = 0;
+    virtual std::span<const float> decode(TokenId token) = 0;
+    virtual std::vector<float> prefill_all(std::span<const TokenId> tokens) = 0;
+    virtual void reset() = 0;
+    // The model's shape and backend, e.g. "gpt2 (124M): 12 layers, ... on cuda".
+    virtual std::string description() const = 0;
+};
+
+// The interface over a concrete model M, owning it and, in keep_alive, what it must not outlive
+// (its backend, when the caller does not own that).
+template <ScoringLanguageModel M>
+class LanguageModelFor final : public LanguageModel {
+public:
+    LanguageModelFor(std::unique_ptr<M> model, std::string description, std::shared_ptr<void> keep_alive = nullptr)
+        : keep_alive_(std::move(keep_alive)), model_(std::move(model)), description_(std::move(description)) {}
+
+    std::size_t context_length() const override { return model_->context_length(); }
+    std::size_t vocabulary_size() const override { return model_->vocabulary_size(); }
+    std::size_t position() const override { return model_->position(); }
+    std::span<const float> prefill(std::span<const TokenId> tokens) override { return model_->prefill(tokens); }
+    std::span<const float> decode(TokenId token) override { return model_->decode(token); }
+    std::vector<float> prefill_all(std::span<const TokenId> tokens) override { return model_->prefill_all(tokens); }
+    void reset() override { model_->reset(); }
+    std::string description() const override { return description_; }
+
+    M& model() noexcept { return *model_; }
+
+private:
+    std::shared_ptr<void> keep_alive_;  // declared first: destroyed after the model
+    std::unique_ptr<M> model_;
+    std::string description_;
+};
+
+}  // namespace tessera

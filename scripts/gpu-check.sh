@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# The GPU check: configures and builds the CUDA targets, makes the GPT-2 fixtures, runs every
+# CUDA test (kernels against the CPU; GPT-2 logits, greedy tokens, KV cache, graphs; the
+# examples with --backend cuda) and the GPU benchmark, and prints a short summary. Made for a
+# machine with only the CUDA toolkit, CMake, a compiler and python3 with numpy; the
+# header-only dependencies come from --deps (scripts/stage-deps.sh makes that folder) or from
+# the system. Google Benchmark is not needed. Finishes in a few minutes on an H200-class machine.
+#
+#   scripts/gpu-check.sh [--deps DIR] [--build DIR] [--out DIR]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+deps="" build=build-gpu out=""
+while [ $# -gt 0 ]; do
+  case $1 in
+    --deps) deps=$(cd "$2" && pwd); shift 2 ;;
+    --build) build=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    *) echo "gpu-check: unknown option $1" >&2; exit 2 ;;
+  esac
+done
+source scripts/cuda-env.sh
+command -v "${CUDACXX:-nvcc}" >/dev/null || { echo "gpu-check: no nvcc found (set CUDACXX)" >&2; exit 1; }
+# Any python3 with numpy makes the fixtures (Debian's at /usr/bin, or a venv's).
+for py in /usr/bin/python3 python3; do
+  if "$py" -c 'import numpy' 2>/dev/null; then export TESSERA_PYTHON=$py; break; fi
+done
+[ -n "${TESSERA_PYTHON:-}" ] || { echo "gpu-check: no python3 with numpy for the fixtures" >&2; exit 1; }
+log=${out:-$build}
+mkdir -p "$log"
+t0=$(date +%s)
+stamp() { echo "[gpu-check $(( $(date +%s) - t0 ))s] $*"; }
+
+stamp "configure"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || true
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DTESSERA_ENABLE_CUDA=ON -DTESSERA_BUILD_BENCHMARKS=ON -DTESSERA_GOOGLE_BENCHMARK=OFF \
+      ${deps:+-DCMAKE_PREFIX_PATH=$deps/usr} > "$log/configure.log" 2>&1 || { tail -30 "$log/configure.log"; exit 1; }
+stamp "build"
+targets="tessera_cuda test_cuda_kernels test_cuda_gpt2 test_host_headers_nvcc bench_gpt2_cuda generate perplexity"
+cmake --build "$build" --parallel "$(nproc)" --target $targets > "$log/build.log" 2>&1 || { grep -E "error|Error" "$log/build.log" | head -40; exit 1; }
+stamp "tests"
+status=0
+ctest --test-dir "$build" --output-on-failure -R "cuda|gpt2_fixtures" 2>&1 | tee "$log/ctest.log" || status=1
+stamp "benchmark"
+"$build/bench/bench_gpt2_cuda" --model "$build/gpt2_fixtures/gpt2-124m" --pp 128,512 --tg 128 2>&1 | tee "$log/bench.log" || status=1
+stamp "summary"
+echo "== tests:     $(grep -E 'tests passed|tests failed' "$log/ctest.log" | tail -1)"
+grep -E "Skipped|Failed|\*\*\*" "$log/ctest.log" | sed 's/^/   /' || true
+echo "== benchmark:"
+sed 's/^/   /' "$log/bench.log"
+exit $status

@@ -14,6 +14,6 @@ copy() {  # paths under /usr
 }
 copy include/eigen3 share/eigen3/cmake \
      include/nlohmann share/cmake/nlohmann_json \
-     include/catch2 lib/cmake/Catch2 \
+     include/catch2 lib/cmake/Catch2 lib/libCatch2WithMain.a \
      include/CLI share/cmake/CLI11
 echo "staged in $dir/usr: pass --deps $dir to scripts/gpu-check.sh"

@@ -1,4 +1,5 @@
 // A program outside tessera's tree that uses it as a dependency.
+#include <tessera/models/open_gpt2_cuda.hpp>
 #include <tessera/tessera.hpp>
 
 #include <cstdio>
@@ -14,6 +15,8 @@ int main() {
     }
     tessera::gemm(cpu, x, identity, y);
     const bool ok = y(1, 0) == 1.0f && y(1, 1) == 2.0f && y(1, 2) == 3.0f;
-    std::printf("tessera %d.%d consumer: %s\n", tessera::version_major, tessera::version_minor, ok ? "ok" : "WRONG");
+    // tessera::cuda links from a C++-only project, with or without CUDA in it.
+    std::printf("tessera %d.%d consumer: %s; %d CUDA devices\n", tessera::version_major, tessera::version_minor,
+                ok ? "ok" : "WRONG", tessera::cuda_devices());
     return ok ? 0 : 1;
 }

@@ -4,7 +4,6 @@
 //
 //   build/bench/bench_gpt2 --model build/gpt2_fixtures/gpt2-124m [--threads 2] [--pp 512] [--tg 128]
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -13,14 +12,11 @@
 #include <tessera/models/load_gpt2.hpp>
 #include <tessera/tessera.hpp>
 
+#include "gpt2_runs.hpp"
 #include "gpt2_traffic.hpp"
 #include "roofline.hpp"
 
 namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 
 // Peak resident set size of this process so far, in bytes (Linux: VmHWM).
 double peak_rss_bytes() {
@@ -51,26 +47,10 @@ int main(int argc, char** argv) {
     tessera::Cpu cpu(threads);
     tessera::load_gpt2(cpu, model_dir, [&](auto& model) {
         using M = std::remove_reference_t<decltype(model)>;
-        constexpr std::size_t V = M::vocab_size, Ctx = M::n_ctx;
-        std::vector<tessera::TokenId> prompt(std::min(pp, Ctx));
-        for (std::size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<tessera::TokenId>((i * 7919) % V);
-
-        const auto run_pp = [&] {
-            model.reset();
-            const auto t0 = std::chrono::steady_clock::now();
-            model.prefill(prompt);
-            return seconds_since(t0);
-        };
-        const auto run_tg = [&] {  // 1-token prompt, then tg greedy steps
-            model.reset();
-            auto logits = model.prefill(std::vector<tessera::TokenId>{prompt[0]});
-            const auto t0 = std::chrono::steady_clock::now();
-            for (std::size_t i = 0; i < tg; ++i) {
-                const auto next = std::max_element(logits.begin(), logits.end()) - logits.begin();
-                logits = model.decode(static_cast<tessera::TokenId>(next));
-            }
-            return seconds_since(t0);
-        };
+        const tessera::bench::Gpt2Runs<M> runs{model};
+        const auto prompt = runs.prompt_of(pp);
+        const auto run_pp = [&] { return runs.pp(prompt); };
+        const auto run_tg = [&] { return runs.tg(tg); };
         run_pp();  // warm-up, and the peak memory of a full run
         run_tg();
         const double rss = peak_rss_bytes();

@@ -6,7 +6,6 @@
 //
 //   build/bench/bench_gpt2_cuda --model build/gpt2_fixtures/gpt2-124m [--pp 128,512] [--tg 128]
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <sstream>
 #include <string>
@@ -16,13 +15,10 @@
 #include <tessera/models/load_gpt2.hpp>
 #include <tessera/tessera.hpp>
 
+#include "gpt2_runs.hpp"
 #include "gpt2_traffic.hpp"
 
 namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 
 // Each thread sums float4s with a grid stride; one write per thread keeps the sum alive.
 __global__ void read_kernel(const float4* data, std::size_t n4, float* sink) {
@@ -93,28 +89,8 @@ int main(int argc, char** argv) {
     const double bandwidth = device_read_bandwidth(cuda);
     tessera::load_gpt2(cuda, model_dir, [&](auto& model) {
         using M = std::remove_reference_t<decltype(model)>;
-        constexpr std::size_t V = M::vocab_size, Ctx = M::n_ctx;
-        const auto prompt_of = [&](std::size_t n) {
-            std::vector<tessera::TokenId> p(std::min(n, Ctx));
-            for (std::size_t i = 0; i < p.size(); ++i) p[i] = static_cast<tessera::TokenId>((i * 7919) % V);
-            return p;
-        };
-        const auto run_pp = [&](const std::vector<tessera::TokenId>& prompt) {
-            model.reset();
-            const auto t0 = std::chrono::steady_clock::now();
-            model.prefill(prompt);
-            return seconds_since(t0);
-        };
-        const auto run_tg = [&] {  // 1-token prompt, then tg greedy steps
-            model.reset();
-            auto logits = model.prefill(prompt_of(1));
-            const auto t0 = std::chrono::steady_clock::now();
-            for (std::size_t i = 0; i < tg; ++i) {
-                const auto next = std::max_element(logits.begin(), logits.end()) - logits.begin();
-                logits = model.decode(static_cast<tessera::TokenId>(next));
-            }
-            return seconds_since(t0);
-        };
+        const tessera::bench::Gpt2Runs<M> runs{model};
+        const auto run_tg = [&] { return runs.tg(tg); };
         constexpr int rounds = 5;  // best of: the GPU is not shared, so the minimum is the steady state
         const auto best = [&](auto&& run) {
             run();  // warm-up: allocation, cuBLAS heuristics, graph instantiation
@@ -125,8 +101,8 @@ int main(int argc, char** argv) {
         std::printf("model %s on %s (%d SMs), fp32, batch 1\n", M::config::name, prop.name, prop.multiProcessorCount);
         std::printf("device read bandwidth (streaming kernel, best of 10): %.0f GB/s\n", bandwidth / 1e9);
         for (const std::size_t pp : pps) {
-            const auto prompt = prompt_of(pp);
-            const double t = best([&] { return run_pp(prompt); });
+            const auto prompt = runs.prompt_of(pp);
+            const double t = best([&] { return runs.pp(prompt); });
             std::printf("pp%zu: %.0f tokens/s (%.2f ms, best of %d)\n", prompt.size(), prompt.size() / t, t * 1e3, rounds);
         }
         using Traffic = tessera::bench::Gpt2Traffic<M>;

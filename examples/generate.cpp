@@ -13,14 +13,13 @@
 #include <filesystem>
 #include <iostream>
 #include <iterator>
-#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include <tessera/generation/generator.hpp>
 #include <tessera/models/load_gpt2.hpp>
-#include <tessera/models/open_gpt2_cuda.hpp>
+#include <tessera/models/open_gpt2_on.hpp>
 #include <tessera/sampling/sampler.hpp>
 #include <tessera/tessera.hpp>
 
@@ -89,17 +88,10 @@ int main(int argc, char** argv) {
         const std::string text = prompt ? *prompt : std::string(std::istreambuf_iterator<char>(std::cin), {});
         const auto tokenizer = tessera::BpeTokenizer::from_directory(model_dir);
         auto sampler = tessera::make_sampler(sampling);
-        std::optional<tessera::Cpu> cpu;
-        std::unique_ptr<tessera::LanguageModel> model;
-        if (backend == "cuda") {
-            model = tessera::open_gpt2_cuda(model_dir);
-        } else {
-            cpu.emplace(threads);
-            model = tessera::open_gpt2(*cpu, model_dir);
-        }
+        const auto model = tessera::open_gpt2_on(backend, model_dir, threads);
         if (verbose) {
             std::fprintf(stderr, "model: %s%s; seed %llu\n", model->description().c_str(),
-                         cpu ? (", " + std::to_string(threads) + " threads").c_str() : "",
+                         backend == "cpu" ? (", " + std::to_string(threads) + " threads").c_str() : "",
                          static_cast<unsigned long long>(sampler.rng().seed()));
         }
         tessera::Generator generator(*model, tokenizer, sampler);

@@ -11,14 +11,13 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
-#include <memory>
 #include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include <tessera/models/load_gpt2.hpp>
-#include <tessera/models/open_gpt2_cuda.hpp>
+#include <tessera/models/open_gpt2_on.hpp>
 #include <tessera/models/perplexity.hpp>
 #include <tessera/tessera.hpp>
 
@@ -85,14 +84,7 @@ int main(int argc, char** argv) {
             dump.open(dump_logits, std::ios::binary);
             if (!dump) throw tessera::ArgumentError("cannot write " + dump_logits);
         }
-        std::optional<tessera::Cpu> cpu;
-        std::unique_ptr<tessera::LanguageModel> model;
-        if (backend == "cuda") {
-            model = tessera::open_gpt2_cuda(model_dir);
-        } else {
-            cpu.emplace(threads);
-            model = tessera::open_gpt2(*cpu, model_dir);
-        }
+        const auto model = tessera::open_gpt2_on(backend, model_dir, threads);
         if (tokenizer) tokenizer->check_vocab_size(model->vocabulary_size());  // ids must mean the same tokens
         const std::size_t s = stride ? stride : model->context_length() / 2;
         const auto r = tessera::evaluate_perplexity(*model, tokens, s, [&](std::size_t, std::span<const float> logits) {

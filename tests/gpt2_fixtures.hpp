@@ -1,7 +1,10 @@
 #pragma once
 // The GPT-2 fixtures of tools/make_gpt2_fixtures.sh (ctest fixture `gpt2_fixtures`), for the CPU
 // and CUDA model tests: the token sequence, float64 reference logits, greedy continuations.
+#include <algorithm>
+#include <cmath>
 #include <fstream>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -35,6 +38,29 @@ inline std::vector<double> reference_logits(const std::string& name) {
 inline std::vector<TokenId> reference_greedy(const std::string& name) {
     std::ifstream in(gpt2_fixtures + "/" + name + "/greedy.json");
     return nlohmann::json::parse(in)["tokens"].get<std::vector<TokenId>>();
+}
+
+// Decodes tokens one by one after a `prompt`-token prefill and compares every step's logits
+// with model.prefill_all(tokens) (full recomputation). Returns the worst absolute difference
+// and the largest |logit| (at least 1), for a bound relative to the logits' size.
+struct DecodeAgreement {
+    double worst = 0, scale = 1;
+};
+template <class Model>
+DecodeAgreement decode_vs_full_recomputation(Model& model, std::span<const TokenId> tokens, std::size_t prompt) {
+    model.reset();
+    const auto full = model.prefill_all(tokens);
+    const std::size_t v = full.size() / tokens.size();
+    model.reset();
+    DecodeAgreement r;
+    for (const float f : full) r.scale = std::max(r.scale, std::fabs(double(f)));
+    auto logits = model.prefill(tokens.first(prompt));
+    for (std::size_t i = prompt;; ++i) {
+        for (std::size_t j = 0; j < v; ++j) r.worst = std::max(r.worst, std::fabs(double(logits[j]) - full[(i - 1) * v + j]));
+        if (i == tokens.size()) break;
+        logits = model.decode(tokens[i]);
+    }
+    return r;
 }
 
 }  // namespace tessera::test

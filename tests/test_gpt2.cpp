@@ -67,20 +67,9 @@ TEST_CASE("Decoding with the KV cache equals full recomputation", "[gpt2]") {
     const std::string name = GENERATE(as<std::string>{}, "tiny", "odd-heads", "gpt2-124m");
     const auto tokens = fixture_tokens();
     with_model(name, [&](auto& model) {
-        const auto full = model.prefill_all(tokens);
-        const std::size_t v = full.size() / tokens.size();
-        model.reset();
-        const std::size_t prompt = 5;
-        auto logits = model.prefill(std::span<const TokenId>(tokens.data(), prompt));
-        double worst = 0, scale = 1;
-        for (const float f : full) scale = std::max(scale, std::fabs(double(f)));
-        for (std::size_t i = prompt;; ++i) {
-            for (std::size_t j = 0; j < v; ++j) worst = std::max(worst, std::fabs(double(logits[j]) - full[(i - 1) * v + j]));
-            if (i == tokens.size()) break;
-            logits = model.decode(tokens[i]);
-        }
-        INFO("fixture " << name << ", max abs difference " << worst << ", largest |logit| " << scale);
-        CHECK(worst <= 1e-5 * scale);
+        const auto r = test::decode_vs_full_recomputation(model, tokens, 5);
+        INFO("fixture " << name << ", max abs difference " << r.worst << ", largest |logit| " << r.scale);
+        CHECK(r.worst <= 1e-5 * r.scale);
         CHECK(model.position() == tokens.size());
     });
 }

@@ -126,20 +126,10 @@ TEST_CASE("CUDA KV-cache decoding equals full recomputation", "[cuda][gpt2]") {
     const std::string name = GENERATE(as<std::string>{}, "tiny", "odd-heads", "gpt2-124m");
     const auto tokens = test::fixture_tokens();
     with_models(name, [&](auto&, auto& gpu) {
-        const auto full = gpu.prefill_all(tokens);
-        const std::size_t v = full.size() / tokens.size();
-        gpu.reset();
-        const std::size_t prompt = 5;
-        auto logits = gpu.prefill(std::span<const TokenId>(tokens.data(), prompt));
-        double worst = 0, scale = 1;
-        for (const float f : full) scale = std::max(scale, std::fabs(double(f)));
-        for (std::size_t i = prompt;; ++i) {
-            for (std::size_t j = 0; j < v; ++j) worst = std::max(worst, std::fabs(double(logits[j]) - full[(i - 1) * v + j]));
-            if (i == tokens.size()) break;
-            logits = gpu.decode(tokens[i]);
-        }
-        INFO("fixture " << name << ", max abs difference " << worst << ", largest |logit| " << scale);
-        CHECK(worst <= 1e-5 * scale);
+        const auto r = test::decode_vs_full_recomputation(gpu, tokens, 5);
+        INFO("fixture " << name << ", max abs difference " << r.worst << ", largest |logit| " << r.scale);
+        CHECK(r.worst <= 1e-5 * r.scale);
+        CHECK(gpu.position() == tokens.size());
     });
 }
 

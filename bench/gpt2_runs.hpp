@@ -1,0 +1,49 @@
+#pragma once
+// The two timed runs of the end-to-end GPT-2 benchmarks (bench_gpt2, bench_gpt2_cuda),
+// llama-bench style: pp = prefill of an n-token prompt; tg = decode steps after a 1-token
+// prompt, greedy, each step's logits on the host before the next. Wall-clock seconds.
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <vector>
+
+#include <tessera/text/bpe_tokenizer.hpp>
+
+namespace tessera::bench {
+
+template <class Model>
+struct Gpt2Runs {
+    Model& model;
+
+    // n (at most n_ctx) arbitrary ids spread over the vocabulary.
+    static std::vector<TokenId> prompt_of(std::size_t n) {
+        std::vector<TokenId> p(std::min(n, Model::n_ctx));
+        for (std::size_t i = 0; i < p.size(); ++i) p[i] = static_cast<TokenId>((i * 7919) % Model::vocab_size);
+        return p;
+    }
+
+    double pp(const std::vector<TokenId>& prompt) const {
+        model.reset();
+        const auto t0 = std::chrono::steady_clock::now();
+        model.prefill(prompt);
+        return seconds_since(t0);
+    }
+
+    double tg(std::size_t steps) const {
+        model.reset();
+        auto logits = model.prefill(prompt_of(1));
+        const auto t0 = std::chrono::steady_clock::now();
+        for (std::size_t i = 0; i < steps; ++i) {
+            const auto next = std::max_element(logits.begin(), logits.end()) - logits.begin();
+            logits = model.decode(static_cast<TokenId>(next));
+        }
+        return seconds_since(t0);
+    }
+
+private:
+    static double seconds_since(std::chrono::steady_clock::time_point t0) {
+        return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
+};
+
+}  // namespace tessera::bench

@@ -18,7 +18,6 @@
 #include <vector>
 
 #include <tessera/generation/generator.hpp>
-#include <tessera/models/load_gpt2.hpp>
 #include <tessera/models/open_gpt2_on.hpp>
 #include <tessera/sampling/sampler.hpp>
 #include <tessera/tessera.hpp>

@@ -16,7 +16,6 @@
 #include <string>
 #include <vector>
 
-#include <tessera/models/load_gpt2.hpp>
 #include <tessera/models/open_gpt2_on.hpp>
 #include <tessera/models/perplexity.hpp>
 #include <tessera/tessera.hpp>

@@ -43,7 +43,7 @@ public:
     virtual std::span<const float> decode(TokenId token) = 0;
     virtual std::vector<float> prefill_all(std::span<const TokenId> tokens) = 0;
     virtual void reset() = 0;
-    // The model's shape and backend, e.g. "gpt2 (124M): 12 layers, ... on cuda".
+    // The model's shape and backend, e.g. "gpt2 (124M): n_layer 12, ..., vocab_size 50257 on cuda".
     virtual std::string description() const = 0;
 };
 
@@ -63,8 +63,6 @@ public:
     std::vector<float> prefill_all(std::span<const TokenId> tokens) override { return model_->prefill_all(tokens); }
     void reset() override { model_->reset(); }
     std::string description() const override { return description_; }
-
-    M& model() noexcept { return *model_; }
 
 private:
     std::shared_ptr<void> keep_alive_;  // declared first: destroyed after the model

@@ -83,17 +83,23 @@ void dispatch_gpt2(B& backend, const HfGpt2Config& cfg, const io::SafetensorsFil
         }
     }
 }
+
+// Reads dir/config.json, opens dir/model.safetensors, builds and loads the GPT2 of that shape
+// and hands it over: take(std::unique_ptr<GPT2<Config, B>>).
+template <class B, class Take>
+void open_and_dispatch(B& backend, const std::filesystem::path& dir, Take&& take) {
+    const auto config_path = dir / "config.json";
+    const HfGpt2Config cfg = HfGpt2Config::read(config_path);
+    const io::SafetensorsFile weights(dir / "model.safetensors");
+    dispatch_gpt2(backend, cfg, weights, config_path.string(), take);
+}
 }  // namespace detail
 
 // Reads dir/config.json, picks the matching GPT2 type, loads dir/model.safetensors into it and
 // calls visitor(model). Missing files, a corrupt checkpoint or an unknown shape: FormatError.
 template <class B, class Visitor>
 void load_gpt2(B& backend, const std::filesystem::path& dir, Visitor&& visitor) {
-    const auto config_path = dir / "config.json";
-    const HfGpt2Config cfg = HfGpt2Config::read(config_path);
-    const io::SafetensorsFile weights(dir / "model.safetensors");
-    const auto visit = [&visitor](auto model) { visitor(*model); };
-    detail::dispatch_gpt2(backend, cfg, weights, config_path.string(), visit);
+    detail::open_and_dispatch(backend, dir, [&visitor](auto model) { visitor(*model); });
 }
 
 // The same as a LanguageModel, which keeps `keep_alive` (the backend, say) alive as long as it
@@ -101,16 +107,12 @@ void load_gpt2(B& backend, const std::filesystem::path& dir, Visitor&& visitor) 
 template <class B>
 std::unique_ptr<LanguageModel> open_gpt2(B& backend, const std::filesystem::path& dir,
                                          std::shared_ptr<void> keep_alive = nullptr) {
-    const auto config_path = dir / "config.json";
-    const HfGpt2Config cfg = HfGpt2Config::read(config_path);
-    const io::SafetensorsFile weights(dir / "model.safetensors");
     std::unique_ptr<LanguageModel> result;
-    const auto take = [&](auto model) {
+    detail::open_and_dispatch(backend, dir, [&](auto model) {
         using M = typename decltype(model)::element_type;
         std::string description = describe_config<typename M::config>() + " on " + B::name;
         result = std::make_unique<LanguageModelFor<M>>(std::move(model), std::move(description), keep_alive);
-    };
-    detail::dispatch_gpt2(backend, cfg, weights, config_path.string(), take);
+    });
     return result;
 }
 

@@ -188,7 +188,6 @@ public:
         else step();
     }
     void use_graphs(bool on) noexcept { use_graphs_ = on; }
-    bool uses_graphs() const noexcept { return use_graphs_; }
 
 private:
     cudaStream_t stream_ = nullptr;

@@ -18,14 +18,6 @@ public:
     T* data() noexcept { return thrust::raw_pointer_cast(storage_.data()); }
     const T* data() const noexcept { return thrust::raw_pointer_cast(storage_.data()); }
     std::size_t size() const noexcept { return storage_.size(); }
-    // Grows (never shrinks) to at least n elements; the contents are not kept.
-    void reserve_elements(std::size_t n) {
-        if (storage_.size() < n) {
-            storage_.clear();
-            storage_.shrink_to_fit();
-            storage_.resize(n);
-        }
-    }
 
 private:
     thrust::device_vector<T> storage_;

@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <vector>
 
-#include <tessera/text/bpe_tokenizer.hpp>
+#include <tessera/core/token_id.hpp>
 
 namespace tessera::bench {
 
@@ -16,9 +16,9 @@ struct Gpt2Runs {
     Model& model;
 
     // n (at most n_ctx) arbitrary ids spread over the vocabulary.
-    static std::vector<TokenId> prompt_of(std::size_t n) {
-        std::vector<TokenId> p(std::min(n, Model::n_ctx));
-        for (std::size_t i = 0; i < p.size(); ++i) p[i] = static_cast<TokenId>((i * 7919) % Model::vocab_size);
+    std::vector<TokenId> prompt_of(std::size_t n) const {
+        std::vector<TokenId> p(std::min(n, model.context_length()));
+        for (std::size_t i = 0; i < p.size(); ++i) p[i] = static_cast<TokenId>((i * 7919) % model.vocabulary_size());
         return p;
     }
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -45,48 +46,64 @@ int main(int argc, char** argv) {
         }
     }
     tessera::Cpu cpu(threads);
-    tessera::load_gpt2(cpu, model_dir, [&](auto& model) {
-        using M = std::remove_reference_t<decltype(model)>;
-        const tessera::bench::Gpt2Runs<M> runs{model};
-        const auto prompt = runs.prompt_of(pp);
-        const auto run_pp = [&] { return runs.pp(prompt); };
-        const auto run_tg = [&] { return runs.tg(tg); };
-        run_pp();  // warm-up, and the peak memory of a full run
-        run_tg();
-        const double rss = peak_rss_bytes();
+    // The run-time-shaped model, and for the 124M shape also GPT2<GPT2Small, Cpu>, measured in
+    // the same rounds, interleaved, so that their ratio is free of the machine's drift.
+    std::vector<std::unique_ptr<tessera::LanguageModel>> models;
+    models.push_back(tessera::open_gpt2(cpu, model_dir));
+    if (tessera::GPT2Small::shape() == tessera::HfGpt2Config::read(std::string(model_dir) + "/config.json").shape) {
+        models.push_back(tessera::open_gpt2<tessera::GPT2Small>(cpu, model_dir));
+    }
+    struct Timing {
+        double pp = 0, tg = 0;
+    };
+    std::vector<Timing> totals(models.size());
+    const tessera::bench::Gpt2Runs<tessera::LanguageModel> first{*models[0]};
+    const auto prompt = first.prompt_of(pp);
+    for (auto& m : models) {  // warm-up, and the peak memory of a full run
+        const tessera::bench::Gpt2Runs<tessera::LanguageModel> runs{*m};
+        runs.pp(prompt);
+        runs.tg(tg);
+    }
+    const double rss = peak_rss_bytes();
 
-        // Then 3 rounds, each: a bandwidth sample, pp, a bandwidth sample, tg. The machine is
-        // shared and its bandwidth drifts, so the ceiling is sampled between the runs it judges
-        // (the meter's 1 GiB buffer is created after the RSS reading above).
-        tessera::bench::RooflineMeter meter(cpu.pool());
-        tessera::bench::RooflineSamples samples;
-        double pp_total = 0, tg_total = 0;
-        constexpr int rounds = 3;
-        for (int r = 0; r < rounds; ++r) {
+    // Then 3 rounds, each: a bandwidth sample, pp, a bandwidth sample, tg, for each model. The
+    // machine is shared and its bandwidth drifts, so the ceiling is sampled between the runs
+    // it judges (the meter's 1 GiB buffer is created after the RSS reading above).
+    tessera::bench::RooflineMeter meter(cpu.pool());
+    tessera::bench::RooflineSamples samples;
+    constexpr int rounds = 3;
+    for (int r = 0; r < rounds; ++r) {
+        for (std::size_t m = 0; m < models.size(); ++m) {
+            const tessera::bench::Gpt2Runs<tessera::LanguageModel> runs{*models[m]};
             meter.sample(samples);
-            pp_total += run_pp();
+            totals[m].pp += runs.pp(prompt);
             meter.sample(samples);
-            tg_total += run_tg();
+            totals[m].tg += runs.tg(tg);
         }
-        meter.sample(samples);
-        const double pp_best = pp_total / rounds, tg_best = tg_total / rounds;  // means
+    }
+    meter.sample(samples);
 
-        using Traffic = tessera::bench::Gpt2Traffic<M>;
-        const double step_bytes = Traffic::decode_step_bytes(static_cast<double>(tg));
-        const double all_weight_bytes = Traffic::resident_weight_bytes();
-        const double kv_cache_bytes = Traffic::kv_cache_bytes();
-
-        const double bw_mean = samples.mean().read_bytes_per_second;
-
-        const double tg_rate = tg / tg_best, step_rate_bytes = step_bytes * tg_rate;
-        std::printf("model %s, %u threads\n", M::config::name, threads);
-        std::printf("pp%zu: %.1f tokens/s (%.3f s, mean of 3)\n", prompt.size(), prompt.size() / pp_best, pp_best);
-        std::printf("tg%zu: %.1f tokens/s (%.2f ms/token, mean of 3), %.1f MB read per token -> %.1f GB/s\n", tg, tg_rate,
-                    1e3 / tg_rate, step_bytes / 1e6, step_rate_bytes / 1e9);
-        std::printf("read bandwidth (1 GiB sum, sampled between the runs): mean %.1f GB/s\n", bw_mean / 1e9);
-        std::printf("decode roofline fraction: %.2f\n", step_rate_bytes / bw_mean);
-        std::printf("peak RSS %.1f MB; weights %.1f MB + KV cache %.1f MB = %.1f MB; ratio %.2f\n", rss / 1e6,
-                    all_weight_bytes / 1e6, kv_cache_bytes / 1e6, (all_weight_bytes + kv_cache_bytes) / 1e6,
-                    rss / (all_weight_bytes + kv_cache_bytes));
-    });
+    const tessera::bench::Gpt2Traffic traffic(tessera::HfGpt2Config::read(std::string(model_dir) + "/config.json").shape);
+    const double step_bytes = traffic.decode_step_bytes(static_cast<double>(tg));
+    const double all_weight_bytes = traffic.resident_weight_bytes();
+    const double kv_cache_bytes = traffic.kv_cache_bytes();
+    const double bw_mean = samples.mean().read_bytes_per_second;
+    std::printf("%u threads; read bandwidth (1 GiB sum, sampled between the runs): mean %.1f GB/s\n", threads,
+                bw_mean / 1e9);
+    for (std::size_t m = 0; m < models.size(); ++m) {
+        const double pp_mean = totals[m].pp / rounds, tg_mean = totals[m].tg / rounds;
+        const double tg_rate = tg / tg_mean, step_rate_bytes = step_bytes * tg_rate;
+        std::printf("model %s\n", models[m]->description().c_str());
+        std::printf("  pp%zu: %.1f tokens/s (%.3f s, mean of 3)\n", prompt.size(), prompt.size() / pp_mean, pp_mean);
+        std::printf("  tg%zu: %.1f tokens/s (%.2f ms/token, mean of 3), %.1f MB read per token -> %.1f GB/s\n", tg,
+                    tg_rate, 1e3 / tg_rate, step_bytes / 1e6, step_rate_bytes / 1e9);
+        std::printf("  decode roofline fraction: %.2f\n", step_rate_bytes / bw_mean);
+    }
+    if (models.size() == 2) {
+        std::printf("run-time shape / static GPT2Small: pp %.3f, tg %.3f (tokens/s ratios)\n",
+                    totals[1].pp / totals[0].pp, totals[1].tg / totals[0].tg);
+    }
+    std::printf("peak RSS %.1f MB (%zu model(s)); weights %.1f MB + KV cache %.1f MB = %.1f MB per model; ratio %.2f\n",
+                rss / 1e6, models.size(), all_weight_bytes / 1e6, kv_cache_bytes / 1e6,
+                (all_weight_bytes + kv_cache_bytes) / 1e6, rss / (models.size() * (all_weight_bytes + kv_cache_bytes)));
 }

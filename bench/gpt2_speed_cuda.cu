@@ -98,15 +98,14 @@ int main(int argc, char** argv) {
             for (int r = 0; r < rounds; ++r) t = std::min(t, run());
             return t;
         };
-        std::printf("model %s on %s (%d SMs), fp32, batch 1\n", M::config::name, prop.name, prop.multiProcessorCount);
+        std::printf("model %s on %s (%d SMs), fp32, batch 1\n", model.description().c_str(), prop.name, prop.multiProcessorCount);
         std::printf("device read bandwidth (streaming kernel, best of 10): %.0f GB/s\n", bandwidth / 1e9);
         for (const std::size_t pp : pps) {
             const auto prompt = runs.prompt_of(pp);
             const double t = best([&] { return runs.pp(prompt); });
             std::printf("pp%zu: %.0f tokens/s (%.2f ms, best of %d)\n", prompt.size(), prompt.size() / t, t * 1e3, rounds);
         }
-        using Traffic = tessera::bench::Gpt2Traffic<M>;
-        const double step_bytes = Traffic::decode_step_bytes(static_cast<double>(tg));
+        const double step_bytes = tessera::bench::Gpt2Traffic(model.shape()).decode_step_bytes(static_cast<double>(tg));
         for (const bool graphs : {true, false}) {
             cuda.use_graphs(graphs);
             const double t = best(run_tg);

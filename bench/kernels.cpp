@@ -114,17 +114,6 @@ void BM_LayerNorm(benchmark::State& state) {
     });
 }
 
-void BM_Softmax(benchmark::State& state) {
-    const auto rows = static_cast<std::size_t>(state.range(0)), cols = static_cast<std::size_t>(state.range(1));
-    Matrix x(rows, cols);
-    fill(x.data(), x.size());
-    // Softmax of a softmax is as much work as the first one: no refill needed between calls.
-    run_and_report(state, 4.0 * 2 * rows * cols, 4.0 * rows * cols, [&] {
-        softmax_rows(*g_cpu, x);
-        benchmark::DoNotOptimize(x.data());
-    });
-}
-
 void BM_Gelu(benchmark::State& state) {
     const auto n = static_cast<std::size_t>(state.range(0));
     Vector x(n), out(n);
@@ -154,7 +143,7 @@ BENCHMARK(BM_Gemm)
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_LayerNorm)->ArgNames({"tokens", "C"})->Args({1, 768})->Args({512, 768})->UseManualTime();
-BENCHMARK(BM_Softmax)->ArgNames({"rows", "cols"})->Args({1, 50257})->Args({12 * 512, 512})->UseManualTime();
+
 BENCHMARK(BM_Gelu)->ArgNames({"n"})->Arg(3072)->Arg(512 * 3072)->UseManualTime();
 
 }  // namespace

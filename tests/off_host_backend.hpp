@@ -59,7 +59,6 @@ public:
         cpu_.layer_norm(on_cpu(x), on_cpu(gamma), on_cpu(beta), eps, on_cpu(out));
     }
     void gelu(VectorView<const float, OffHost> x, VectorView<float, OffHost> out) { cpu_.gelu(on_cpu(x), on_cpu(out)); }
-    void softmax_rows(MatrixView<float, OffHost> x) { cpu_.softmax_rows(on_cpu(x)); }
     void causal_attention(Tensor3View<const float, OffHost> q, Tensor3View<const float, OffHost> k,
                           Tensor3View<const float, OffHost> v, Tensor3View<float, OffHost> out) {
         cpu_.causal_attention(on_cpu(q), on_cpu(k), on_cpu(v), on_cpu(out));

@@ -62,17 +62,6 @@ inline double gelu_reference(double x) {
     return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
 }
 
-inline std::vector<double> softmax_reference(const std::vector<float>& x, std::size_t rows, std::size_t cols) {
-    std::vector<double> out(rows * cols);
-    for (std::size_t r = 0; r < rows; ++r) {
-        double mx = -INFINITY;
-        for (std::size_t c = 0; c < cols; ++c) mx = std::max(mx, static_cast<double>(x[r * cols + c]));
-        double sum = 0;
-        for (std::size_t c = 0; c < cols; ++c) sum += std::exp(x[r * cols + c] - mx);
-        for (std::size_t c = 0; c < cols; ++c) out[r * cols + c] = std::exp(x[r * cols + c] - mx) / sum;
-    }
-    return out;
-}
 
 // Causal attention, q(tq,h,d), k/v(tk,h,d); query i at position tk - tq + i.
 inline std::vector<double> attention_reference(const std::vector<float>& q, const std::vector<float>& k,

@@ -11,7 +11,7 @@
     /usr/bin/python3 tools/gpt2_reference.py greedy --model DIR --tokens 1,2,3 --steps 64
 
 The forward pass follows the GPT-2 paper and Hugging Face's modeling_gpt2 (pre-LayerNorm blocks,
-Conv1D weights stored [in, out], GELU in its tanh form, tied LM head unless lm_head.weight exists),
+Conv1D weights stored [in, out], GELU in its tanh form, LM head tied to wte unless tie_word_embeddings is false),
 written from those descriptions in plain numpy.
 """
 import argparse
@@ -21,12 +21,14 @@ import struct
 
 import numpy as np
 
-CONFIGS = {  # name: (n_layer, n_head, n_embd, n_ctx, vocab_size)
+CONFIGS = {  # name: (n_layer, n_head, n_embd, n_ctx, vocab_size[, n_inner]); n_inner defaults to 4 * n_embd
     "tiny": (2, 4, 64, 128, 512),
     "odd-heads": (3, 3, 48, 64, 320),
     "vocab": (2, 2, 32, 256, 50257),
     "gpt2": (12, 12, 768, 1024, 50257),
     "distilgpt2": (6, 12, 768, 1024, 50257),
+    # a shape no published model has: an added token (V = 515), an FFN width that is not 4C
+    "free": (2, 2, 64, 96, 515, 160),
 }
 
 DTYPES = {"F32": np.float32, "F16": np.float16, "BF16": None}
@@ -63,7 +65,8 @@ def write_safetensors(path, tensors, dtype):
 
 
 def make_checkpoint(args):
-    n_layer, n_head, n_embd, n_ctx, vocab = CONFIGS[args.config]
+    n_layer, n_head, n_embd, n_ctx, vocab, *rest = CONFIGS[args.config]
+    inner = rest[0] if rest else 4 * n_embd
     rng = np.random.default_rng(args.seed)
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -79,8 +82,8 @@ def make_checkpoint(args):
             (h + "attn.c_attn.weight", normal(c, 3 * c, std=0.08)), (h + "attn.c_attn.bias", normal(3 * c)),
             (h + "attn.c_proj.weight", normal(c, c, std=0.08 / np.sqrt(2 * n_layer))), (h + "attn.c_proj.bias", normal(c)),
             (h + "ln_2.weight", 1 + normal(c, std=0.1)), (h + "ln_2.bias", normal(c)),
-            (h + "mlp.c_fc.weight", normal(c, 4 * c, std=0.08)), (h + "mlp.c_fc.bias", normal(4 * c)),
-            (h + "mlp.c_proj.weight", normal(4 * c, c, std=0.08 / np.sqrt(2 * n_layer))), (h + "mlp.c_proj.bias", normal(c)),
+            (h + "mlp.c_fc.weight", normal(c, inner, std=0.08)), (h + "mlp.c_fc.bias", normal(inner)),
+            (h + "mlp.c_proj.weight", normal(inner, c, std=0.08 / np.sqrt(2 * n_layer))), (h + "mlp.c_proj.bias", normal(c)),
         ]
         if n_ctx <= 256:  # the causal-mask buffer of the original checkpoints, which loaders must ignore
             tensors.append((h + "attn.bias", np.tril(np.ones((n_ctx, n_ctx), np.float32)).reshape(1, 1, n_ctx, n_ctx)))
@@ -91,6 +94,10 @@ def make_checkpoint(args):
     config = {"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"], "n_layer": n_layer, "n_head": n_head,
               "n_embd": n_embd, "n_positions": n_ctx, "n_ctx": n_ctx, "vocab_size": vocab,
               "layer_norm_epsilon": 1e-5, "activation_function": "gelu_new"}
+    if rest:
+        config["n_inner"] = inner
+    if args.lm_head:
+        config["tie_word_embeddings"] = False
     (out / "config.json").write_text(json.dumps(config, indent=2) + "\n")
     print(f"wrote {out}: {args.config} {n_layer}x{n_head}x{n_embd} ctx {n_ctx} vocab {vocab} {args.dtype}")
 
@@ -153,7 +160,8 @@ def forward(cfg, w, tokens):
         x = x + gelu(h @ w[p + "mlp.c_fc.weight"] + w[p + "mlp.c_fc.bias"]) @ w[p + "mlp.c_proj.weight"] + \
             w[p + "mlp.c_proj.bias"]
     x = layer_norm(x, w["ln_f.weight"], w["ln_f.bias"], eps)
-    head = w["lm_head.weight"] if "lm_head.weight" in w else w["wte.weight"]
+    # Hugging Face ties the head to wte unless the config says otherwise (then lm_head.weight is used)
+    head = w["wte.weight"] if cfg.get("tie_word_embeddings", True) else w["lm_head.weight"]
     return x @ head.T
 
 

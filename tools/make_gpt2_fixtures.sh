@@ -24,6 +24,7 @@ make tiny-bf16 tiny 1 --dtype BF16
 make tiny-prefixed tiny 2 --prefix transformer. --lm-head
 make odd-heads odd-heads 4
 make vocab vocab 5
+make free free 6  # a shape with no static type: runs as GPT2<GPT2Dynamic, B>
 cp "$here/../tests/data/gpt2/vocab.json" "$here/../tests/data/gpt2/merges.txt" "$out/vocab/"  # a complete model directory
 mkdir -p "$out/tiny-with-gpt2-tokenizer"  # a tokenizer that does not belong to the model
 cp "$out/tiny/config.json" "$out/tiny/model.safetensors" "$out/vocab/vocab.json" "$out/vocab/merges.txt" \
@@ -35,6 +36,7 @@ greedy() {  # name steps
 }
 greedy tiny 64
 greedy odd-heads 61
+greedy free 64
 # The generator's end-to-end test: "Hello, my name is" in GPT-2 ids, 20 greedy steps.
 f="$out/vocab/greedy.json"
 [ -f "$f" ] || { $ref greedy --model "$out/vocab" --tokens 15496,11,616,1438,318 --steps 20 > "$f.tmp" && mv "$f.tmp" "$f"; }

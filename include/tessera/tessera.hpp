@@ -13,17 +13,17 @@
 #include <tessera/backend/cuda.hpp>          // Cuda (declaration; complete in backend/cuda/cuda.cuh)
 #include <tessera/ops/matrix_products.hpp>   // gemm, gemv
 #include <tessera/ops/elementwise.hpp>       // add, gelu
-#include <tessera/ops/normalization.hpp>     // layer_norm, softmax_rows
+#include <tessera/ops/normalization.hpp>     // layer_norm
 #include <tessera/ops/attention.hpp>         // causal_attention
 #include <tessera/ops/transfer.hpp>          // to_host, copy_from_host, convert
 #include <tessera/text/bpe_tokenizer.hpp>    // BpeTokenizer, TokenId, SpecialTokens
 #include <tessera/text/stream_decoder.hpp>   // StreamDecoder
-#include <tessera/io/safetensors.hpp>        // io::SafetensorsFile (and io::MappedFile)
+#include <tessera/io/safetensors.hpp>        // io::SafetensorsFile (and io::ReadOnlyFile)
 #include <tessera/nn/decoder_block.hpp>      // DecoderBlock and the layers it is made of
 #include <tessera/nn/embedding.hpp>          // Embedding
 #include <tessera/nn/positions.hpp>          // LearnedPositions, SinusoidalPositions
 #include <tessera/models/gpt2.hpp>           // GPT2<Config, Backend>
-#include <tessera/models/load_gpt2.hpp>      // load_gpt2, HfGpt2Config, the known configs
+#include <tessera/models/load_gpt2.hpp>      // load_gpt2, open_gpt2, HfGpt2Config
 #include <tessera/models/perplexity.hpp>     // evaluate_perplexity
 #include <tessera/sampling/sampler.hpp>      // Sampler, SamplingParams, make_sampler, the processors
 #include <tessera/generation/generator.hpp>  // Generator, GenerationOptions, Completion

@@ -1,6 +1,6 @@
 // The tessera::cuda library: GPT-2 on the CUDA backend behind the LanguageModel interface, for
-// host code (see tessera/models/open_gpt2_cuda.hpp). Instantiates GPT2<Config, Cuda> for every
-// known configuration.
+// host code (see tessera/models/open_gpt2_cuda.hpp). Instantiates GPT2<GPT2Dynamic, Cuda>, which
+// runs every GPT-2 shape.
 #include <memory>
 
 #include <tessera/backend/cuda/cuda.cuh>

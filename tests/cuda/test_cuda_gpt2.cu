@@ -39,28 +39,18 @@ Cuda& device() {
     return instance;
 }
 
-// check(cpu_model, cuda_model) on the fixture, both loaded from the same checkpoint. The
-// fixtures' shapes are named here rather than found by load_gpt2, which would instantiate
-// every known shape on both backends (minutes of nvcc time for models no test loads).
-template <class Config, class F>
-void with_models_of(const std::string& dir, F& check) {
-    const io::SafetensorsFile weights(dir + "/model.safetensors");
-    const float eps = HfGpt2Config::read(dir + "/config.json").layer_norm_epsilon;
-    GPT2<Config, Cpu> cpu(host());
-    GPT2<Config, Cuda> gpu(device());
-    cpu.load(weights, eps);
-    gpu.load(weights, eps);
-    check(cpu, gpu);
-}
-
+// check(cpu_model, cuda_model) on the fixture, both loaded from the same checkpoint as the
+// run-time-shaped GPT2<GPT2Dynamic, B> (one instantiation per backend serves every fixture).
 template <class F>
 void with_models(const std::string& name, F&& check) {
     const std::string dir = test::gpt2_fixtures + "/" + name;
-    if (name == "tiny" || name == "tiny-prefixed") with_models_of<GPT2TestTiny>(dir, check);
-    else if (name == "odd-heads") with_models_of<GPT2TestOddHeads>(dir, check);
-    else if (name == "vocab") with_models_of<GPT2TestVocab>(dir, check);
-    else if (name == "gpt2-124m") with_models_of<GPT2Small>(dir, check);
-    else FAIL("no shape known for fixture " << name);
+    const io::SafetensorsFile weights(dir + "/model.safetensors");
+    const HfGpt2Config cfg = HfGpt2Config::read(dir + "/config.json");
+    GPT2<GPT2Dynamic, Cpu> cpu(host(), cfg.shape);
+    GPT2<GPT2Dynamic, Cuda> gpu(device(), cfg.shape);
+    cpu.load(weights, cfg.layer_norm_epsilon, cfg.tie_word_embeddings);
+    gpu.load(weights, cfg.layer_norm_epsilon, cfg.tie_word_embeddings);
+    check(cpu, gpu);
 }
 
 template <class A, class B>
@@ -78,7 +68,7 @@ TokenId argmax(const Span& logits) {
 }  // namespace
 
 TEST_CASE("CUDA all-position logits match the CPU backend and the float64 reference", "[cuda][gpt2]") {
-    const std::string name = GENERATE(as<std::string>{}, "tiny", "tiny-prefixed", "odd-heads", "vocab", "gpt2-124m");
+    const std::string name = GENERATE(as<std::string>{}, "tiny", "tiny-prefixed", "odd-heads", "vocab", "free", "gpt2-124m");
     INFO("fixture " << name);
     const auto tokens = test::fixture_tokens();
     const auto reference = test::reference_logits(name);

@@ -85,9 +85,6 @@ TEST_CASE("cuda element-wise, row and attention kernels match the CPU", "[cuda]"
     layer_norm(host_backend(), x.host, gamma.host, beta.host, 1e-5f, out.host);
     layer_norm(device_backend(), x.device, gamma.device, beta.device, 1e-5f, out.device);
     CHECK(nmse(to_host(out.device), to_host(out.host)) <= max_nmse);
-    softmax_rows(host_backend(), x.host);
-    softmax_rows(device_backend(), x.device);
-    CHECK(nmse(to_host(x.device), to_host(x.host)) <= max_nmse);
 }
 
 // dim picks the kernel's elements per lane (1, 2, 4, 8); tq * heads >= 1024 picks 4 warps per

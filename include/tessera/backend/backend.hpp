@@ -39,10 +39,6 @@ concept HasLayerNorm = requires(B& b, MatrixView<const float, B> x, VectorView<c
 template <class B>
 concept HasGelu = requires(B& b, VectorView<const float, B> x, VectorView<float, B> out) { b.gelu(x, out); };
 
-// Numerically stable softmax of each row, in place.
-template <class B>
-concept HasSoftmax = requires(B& b, MatrixView<float, B> x) { b.softmax_rows(x); };
-
 // Causal attention over heads: q(Tq,H,D), k and v (Tk,H,D), Tq <= Tk; query i sits at
 // position Tk - Tq + i and sees keys 0..that position; scores are scaled by 1/√D.
 template <class B>
@@ -63,7 +59,13 @@ concept HasTransfers = requires(const float* src, float* dst, std::size_t n) {
 
 template <class B>
 concept Backend = StorageBackend<B> && HasTransfers<B> && HasGemm<B> && HasGemv<B> && HasAdd<B> && HasLayerNorm<B> &&
-                  HasGelu<B> && HasSoftmax<B> && HasCausalAttention<B> && HasGatherRows<B>;
+                  HasGelu<B> && HasCausalAttention<B> && HasGatherRows<B>;
+
+// Optional: sizes the backend's own attention scratch for up to `queries` queries over up to
+// `keys` keys, so that no later call within those sizes allocates. Models call it with the
+// whole context before each step, so decoding never allocates.
+template <class B>
+concept ReservesAttentionScratch = requires(B& b, std::size_t n) { b.reserve_attention(n, n); };
 
 // Optional: runs a step that only queues work on the backend as one replayable unit (a CUDA
 // graph), to save per-kernel launch overhead. Models use it for the decode step when present.

@@ -13,7 +13,7 @@
 #include <tessera/backend/cpu/attention.hpp>        // causal_attention
 #include <tessera/backend/cpu/elementwise.hpp>      // add, gelu
 #include <tessera/backend/cpu/matrix_products.hpp>  // gemm, gemv
-#include <tessera/backend/cpu/normalization.hpp>    // layer_norm, softmax_rows
+#include <tessera/backend/cpu/normalization.hpp>    // layer_norm
 #include <tessera/backend/cpu/thread_pool.hpp>      // ThreadPool
 #include <tessera/core/tensor_view.hpp>             // MatrixView, VectorView, Tensor3View
 
@@ -66,14 +66,17 @@ public:
     void gelu(VectorView<const float, Cpu> x, VectorView<float, Cpu> out) {
         cpu::gelu(*pool_, x.data(), out.data(), out.size());
     }
-    void softmax_rows(MatrixView<float, Cpu> x) { cpu::softmax_rows(*pool_, x.data(), x.extent(0), x.extent(1)); }
+    // Per-thread score rows for attention; GPT2 reserves the whole context before each step.
+    void reserve_attention(std::size_t queries, std::size_t keys) {
+        const std::size_t floats = cpu::attention_scratch_floats(queries, keys);
+        for (auto& row : scratch_) {
+            if (row.size() < floats) row.resize(floats);
+        }
+    }
     void causal_attention(Tensor3View<const float, Cpu> q, Tensor3View<const float, Cpu> k,
                           Tensor3View<const float, Cpu> v, Tensor3View<float, Cpu> out) {
         const std::size_t tk = k.extent(0);
-        const std::size_t floats = cpu::attention_scratch_floats(q.extent(0), tk);
-        for (auto& row : scratch_) {
-            if (row.size() < floats) row.resize(floats);  // grows with prefill; decoding then allocates nothing
-        }
+        reserve_attention(q.extent(0), tk);  // a no-op when the caller reserved
         cpu::causal_attention(*pool_, scratch_, q.data(), k.data(), v.data(), out.data(), q.extent(0), tk, q.extent(1),
                               q.extent(2));
     }

@@ -38,6 +38,12 @@ public:
     constexpr explicit Extents(Ds... dynamic_sizes) noexcept
         : dynamic_{static_cast<std::size_t>(dynamic_sizes)...} {}
 
+    // Every size, static ones included (checked against the type): Extents<dyn, 768>(t, c) is
+    // the same call whether the model's width is static or not.
+    template <std::convertible_to<std::size_t>... Ss>
+        requires(sizeof...(Ss) == rank() && rank_dynamic() < rank() && rank() > 0)
+    constexpr explicit Extents(Ss... all_sizes) : Extents(from_sizes({static_cast<std::size_t>(all_sizes)...})) {}
+
     // From all rank() sizes; the static ones are checked against the type.
     static constexpr Extents from_sizes(const std::array<std::size_t, rank()>& sizes) {
         Extents e = make_unchecked(sizes);

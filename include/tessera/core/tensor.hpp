@@ -32,6 +32,11 @@ public:
     template <std::convertible_to<std::size_t>... Ds>
         requires(sizeof...(Ds) == E::rank_dynamic() && E::rank_dynamic() > 0)
     explicit Tensor(Ds... dynamic_sizes) : Tensor(E(dynamic_sizes...)) {}
+    // Every size, static ones included and checked: Tensor<float, Extents<dyn, C>, Cpu> x(t, c)
+    // compiles whether C is a number or `dyn`, which is what run-time-shaped models need.
+    template <std::convertible_to<std::size_t>... Ss>
+        requires(sizeof...(Ss) == E::rank() && E::rank_dynamic() < E::rank())
+    explicit Tensor(Ss... all_sizes) : Tensor(E(all_sizes...)) {}
 
     Tensor(Tensor&&) noexcept = default;
     Tensor& operator=(Tensor&&) noexcept = default;

@@ -5,7 +5,7 @@
 #include <string>   // std::string
 #include <vector>   // std::vector
 
-#include <tessera/text/bpe_tokenizer.hpp>  // TokenId
+#include <tessera/core/token_id.hpp>  // TokenId
 
 namespace tessera {
 

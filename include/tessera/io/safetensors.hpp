@@ -3,10 +3,11 @@
 // ({"name": {"dtype", "shape", "data_offsets": [begin, end]}, "__metadata__": {...}}), then the
 // data region. Every field is validated before any tensor is read: a truncated or corrupt file
 // is a FormatError naming the file and the tensor, never an out-of-bounds read.
-#include <algorithm>    // std::sort
+#include <algorithm>    // std::sort, std::min
+#include <array>        // std::array
+#include <cmath>        // std::isfinite, std::isnan
 #include <cstddef>      // std::byte, std::size_t
 #include <cstdint>      // std::uint64_t, std::uint16_t
-#include <cstring>      // std::memcpy
 #include <filesystem>   // std::filesystem::path
 #include <map>          // std::map
 #include <span>         // std::span
@@ -18,7 +19,7 @@
 
 #include <tessera/core/dtype.hpp>    // bf16, f16
 #include <tessera/core/error.hpp>    // FormatError
-#include <tessera/io/mapped_file.hpp>  // MappedFile
+#include <tessera/io/read_only_file.hpp>  // ReadOnlyFile
 
 namespace tessera::io {
 
@@ -65,63 +66,66 @@ public:
     }
 
     // The tensor's elements widened to float, in file order; dst must hold exactly that many.
-    // Copied in chunks, each chunk's file pages released right after (MappedFile::release), so
-    // reading a 150 MB tensor adds at most one chunk to the process's memory.
+    // F32 is read straight into dst; F16 and BF16 through a chunk of at most 8 MB. A NaN or an
+    // infinity is a FormatError naming the tensor: it would silently turn every later logit
+    // into garbage.
     void read_float(const TensorInfo& t, std::span<float> dst) const {
         if (dst.size() != t.elements()) {
             throw FormatError(path() + ": tensor '" + t.name + "' has " + std::to_string(t.elements()) +
                               " elements but " + std::to_string(dst.size()) + " were expected");
         }
-        constexpr std::size_t chunk = std::size_t{4} << 20;  // elements per chunk
-        const std::size_t size = dtype_size(t.dtype);
-        for (std::size_t first = 0; first < dst.size(); first += chunk) {
-            const std::size_t n = std::min(chunk, dst.size() - first);
-            const std::size_t offset = data_start_ + t.begin + first * size;
-            const std::byte* src = file_.bytes().data() + offset;
-            const std::span<float> out = dst.subspan(first, n);
-            switch (t.dtype) {
-                case DType::f32:
-                    std::memcpy(out.data(), src, n * sizeof(float));  // little-endian host assumed
-                    break;
-                case DType::f16:
-                    widen<f16>(src, out);
-                    break;
-                case DType::bf16:
-                    widen<bf16>(src, out);
-                    break;
+        const std::size_t offset = data_start_ + t.begin;
+        if (t.dtype == DType::f32) {
+            file_.read(offset, std::as_writable_bytes(dst));  // little-endian host assumed
+        } else {
+            constexpr std::size_t chunk = std::size_t{4} << 20;  // elements per chunk
+            std::vector<std::uint16_t> half(std::min(chunk, dst.size()));
+            for (std::size_t first = 0; first < dst.size(); first += chunk) {
+                const std::size_t n = std::min(chunk, dst.size() - first);
+                file_.read(offset + 2 * first, std::as_writable_bytes(std::span(half.data(), n)));
+                if (t.dtype == DType::f16) {
+                    widen<f16>(half.data(), dst.subspan(first, n));
+                } else {
+                    widen<bf16>(half.data(), dst.subspan(first, n));
+                }
             }
-            file_.release(offset, n * size);
+        }
+        for (std::size_t i = 0; i < dst.size(); ++i) {
+            if (!std::isfinite(dst[i])) {
+                fail("tensor '" + t.name + "' holds " + (std::isnan(dst[i]) ? "NaN" : "an infinity") + " at element " +
+                     std::to_string(i));
+            }
         }
     }
 
 private:
     template <class Half>
-    static void widen(const std::byte* src, std::span<float> dst) {
-        for (std::size_t i = 0; i < dst.size(); ++i) {
-            std::uint16_t bits;
-            std::memcpy(&bits, src + 2 * i, 2);
-            dst[i] = static_cast<float>(Half::from_bits(bits));
-        }
+    static void widen(const std::uint16_t* bits, std::span<float> dst) {
+        for (std::size_t i = 0; i < dst.size(); ++i) dst[i] = static_cast<float>(Half::from_bits(bits[i]));
     }
 
     [[noreturn]] void fail(const std::string& what) const { throw FormatError(path() + ": " + what); }
 
     void parse() {
-        const auto bytes = file_.bytes();
-        if (bytes.size() < 8) {
-            fail("truncated: " + std::to_string(bytes.size()) + " bytes, but a safetensors file starts with an 8-byte header length");
+        const std::size_t file_size = file_.size();
+        if (file_size < 8) {
+            fail("truncated: " + std::to_string(file_size) + " bytes, but a safetensors file starts with an 8-byte header length");
         }
+        std::array<std::byte, 8> length{};
+        file_.read(0, length);
         std::uint64_t n = 0;
-        for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<std::uint8_t>(bytes[static_cast<std::size_t>(i)]);
-        if (n > bytes.size() - 8) {
-            fail("header length " + std::to_string(n) + " runs past the end of the file (" + std::to_string(bytes.size()) + " bytes)");
+        for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<std::uint8_t>(length[static_cast<std::size_t>(i)]);
+        if (n > file_size - 8) {
+            fail("header length " + std::to_string(n) + " runs past the end of the file (" + std::to_string(file_size) + " bytes)");
         }
         if (n > max_header_bytes) fail("header length " + std::to_string(n) + " exceeds the format's 100 MB limit");
         data_start_ = 8 + static_cast<std::size_t>(n);
-        const std::size_t data_size = bytes.size() - data_start_;
+        const std::size_t data_size = file_size - data_start_;
+        std::string text(static_cast<std::size_t>(n), '\0');
+        file_.read(8, std::as_writable_bytes(std::span(text)));
         nlohmann::json header;
         try {
-            header = nlohmann::json::parse(std::string_view(reinterpret_cast<const char*>(bytes.data()) + 8, n));
+            header = nlohmann::json::parse(text);
         } catch (const nlohmann::json::exception& e) {
             fail(std::string("header is not valid JSON: ") + e.what());
         }
@@ -188,7 +192,7 @@ private:
         return t;
     }
 
-    MappedFile file_;
+    ReadOnlyFile file_;
     std::size_t data_start_ = 0;
     std::map<std::string, TensorInfo> tensors_;
 };

@@ -12,7 +12,7 @@
 #include <utility>   // std::move
 #include <vector>    // std::vector
 
-#include <tessera/text/bpe_tokenizer.hpp>  // TokenId
+#include <tessera/core/token_id.hpp>  // TokenId
 
 namespace tessera {
 

@@ -1,116 +1,158 @@
 #pragma once
-// From a Hugging Face model directory (config.json + model.safetensors) to the GPT2 type whose
-// compile-time shape matches config.json: load_gpt2(backend, dir, visitor) builds the model and
-// calls visitor(model); open_gpt2(backend, dir) returns it as a LanguageModel instead. An
-// unknown shape is an error listing the known ones.
+// From a Hugging Face model directory (config.json + model.safetensors) to a GPT2 model:
+// load_gpt2(backend, dir, visitor) builds the model and calls visitor(model); open_gpt2(backend,
+// dir) returns it as a LanguageModel instead. Any GPT-2 shape loads, as GPT2<GPT2Dynamic, B>;
+// a caller that wants static types for some shapes names them, load_gpt2<GPT2Small>(...), and
+// gets GPT2<GPT2Small, B> for that shape (each named shape is one more instantiation to compile).
+#include <cmath>       // std::isfinite
 #include <cstddef>     // std::size_t
 #include <filesystem>  // std::filesystem::path
-#include <fstream>     // std::ifstream
 #include <memory>      // std::unique_ptr
 #include <string>      // std::string
 #include <utility>     // std::move
-#include <tuple>       // std::tuple_size, std::tuple_element
 
 #include <nlohmann/json.hpp>  // config.json
 
-#include <tessera/core/error.hpp>          // FormatError
-#include <tessera/io/safetensors.hpp>      // SafetensorsFile
-#include <tessera/models/gpt2.hpp>         // GPT2
-#include <tessera/models/gpt2_config.hpp>  // KnownGPT2Configs
-#include <tessera/models/language_model.hpp>  // LanguageModel, LanguageModelFor
+#include <tessera/core/error.hpp>              // FormatError
+#include <tessera/io/read_only_file.hpp>       // read_whole_file
+#include <tessera/io/safetensors.hpp>          // SafetensorsFile
+#include <tessera/models/gpt2.hpp>             // GPT2
+#include <tessera/models/gpt2_config.hpp>      // GPT2Shape, GPT2Dynamic
+#include <tessera/models/language_model.hpp>   // LanguageModel, LanguageModelFor
 
 namespace tessera {
 
-// The fields of config.json that fix a GPT-2's shape.
+// What config.json says about a GPT-2. Every field that changes the computation is read and
+// either supported or refused with an error naming the field and its value: a checkpoint that
+// is not the network this code computes must not run as if it were.
 struct HfGpt2Config {
-    std::size_t n_layer = 0, n_head = 0, n_embd = 0, n_ctx = 0, vocab_size = 0;
+    GPT2Shape shape;
     float layer_norm_epsilon = 1e-5f;
+    bool tie_word_embeddings = true;
+
+    static constexpr std::size_t max_bytes = 16 << 20;  // a real config.json is about 1 KB
 
     static HfGpt2Config read(const std::filesystem::path& path) {
-        std::ifstream in(path);
-        if (!in) throw FormatError("cannot open " + path.string());
+        const std::string text = io::read_whole_file(path, max_bytes);
         nlohmann::json j;
         try {
-            j = nlohmann::json::parse(in);
+            j = nlohmann::json::parse(text);
         } catch (const nlohmann::json::exception& e) {
             throw FormatError(path.string() + ": not valid JSON: " + e.what());
         }
-        const auto number = [&](const char* key, const char* fallback = nullptr) -> std::size_t {
-            const char* k = j.contains(key) || fallback == nullptr ? key : fallback;
-            if (!j.contains(k) || !j[k].is_number_unsigned() || j[k].get<std::size_t>() == 0) {
-                throw FormatError(path.string() + ": missing or invalid '" + key + "' (a positive integer)");
-            }
-            return j[k].get<std::size_t>();
-        };
-        HfGpt2Config c;
-        c.n_layer = number("n_layer");
-        c.n_head = number("n_head");
-        c.n_embd = number("n_embd");
-        c.n_ctx = number("n_positions", "n_ctx");
-        c.vocab_size = number("vocab_size");
-        if (j.contains("layer_norm_epsilon")) {
-            if (!j["layer_norm_epsilon"].is_number() || !(j["layer_norm_epsilon"].get<double>() > 0)) {
-                throw FormatError(path.string() + ": 'layer_norm_epsilon' must be a positive number");
-            }
-            c.layer_norm_epsilon = j["layer_norm_epsilon"].get<float>();
-        }
-        return c;
+        if (!j.is_object()) throw FormatError(path.string() + ": not a JSON object");
+        return from_json(j, path.string());
     }
 
-    template <class Config>
-    bool matches() const noexcept {
-        return n_layer == Config::n_layer && n_head == Config::n_head && n_embd == Config::n_embd &&
-               n_ctx == Config::n_ctx && vocab_size == Config::vocab_size;
+    static HfGpt2Config from_json(const nlohmann::json& j, const std::string& where) {
+        const auto fail = [&](const std::string& what) -> void { throw FormatError(where + ": " + what); };
+        const auto has = [&](const char* key) { return j.contains(key) && !j[key].is_null(); };
+        const auto positive = [&](const char* key) -> std::size_t {
+            if (!has(key) || !j[key].is_number_unsigned() || j[key].get<std::uint64_t>() == 0 ||
+                j[key].get<std::uint64_t>() > (std::uint64_t{1} << 32)) {
+                fail("missing or invalid '" + std::string(key) + "' (a positive integer), got " +
+                     (j.contains(key) ? j[key].dump() : std::string("nothing")));
+            }
+            return static_cast<std::size_t>(j[key].get<std::uint64_t>());
+        };
+        const auto flag = [&](const char* key, bool fallback) {
+            if (!has(key)) return fallback;
+            if (!j[key].is_boolean()) fail("'" + std::string(key) + "' must be true or false, got " + j[key].dump());
+            return j[key].get<bool>();
+        };
+        const auto text = [&](const char* key, const char* fallback) {
+            if (!has(key)) return std::string(fallback);
+            if (!j[key].is_string()) fail("'" + std::string(key) + "' must be a string, got " + j[key].dump());
+            return j[key].get<std::string>();
+        };
+
+        if (const std::string type = text("model_type", "gpt2"); type != "gpt2") {
+            fail("model_type '" + type + "' is not GPT-2 (only \"gpt2\" checkpoints run here)");
+        }
+        HfGpt2Config c;
+        c.shape.n_layer = positive("n_layer");
+        c.shape.n_head = positive("n_head");
+        c.shape.n_embd = positive("n_embd");
+        c.shape.n_ctx = positive(has("n_positions") ? "n_positions" : "n_ctx");
+        c.shape.vocab_size = positive("vocab_size");
+        c.shape.n_inner = has("n_inner") ? positive("n_inner") : 4 * c.shape.n_embd;
+        if (c.shape.n_embd % c.shape.n_head != 0) {
+            fail("n_embd " + std::to_string(c.shape.n_embd) + " is not a multiple of n_head " +
+                 std::to_string(c.shape.n_head));
+        }
+        // GELU in its tanh form under each of its Hugging Face names; erf GELU, ReLU etc. are
+        // other networks.
+        if (const std::string act = text("activation_function", "gelu_new");
+            act != "gelu_new" && act != "gelu_pytorch_tanh" && act != "gelu_fast") {
+            fail("activation_function '" + act +
+                 "' is not supported (the tanh GELU is: gelu_new, gelu_pytorch_tanh, gelu_fast)");
+        }
+        if (!flag("scale_attn_weights", true)) fail("scale_attn_weights false (unscaled attention) is not supported");
+        if (flag("scale_attn_by_inverse_layer_idx", false)) {
+            fail("scale_attn_by_inverse_layer_idx true is not supported");
+        }
+        if (flag("add_cross_attention", false)) fail("add_cross_attention true (an encoder-decoder) is not supported");
+        // reorder_and_upcast_attn only changes the precision of fp16 training; this computes
+        // attention in float32 either way, so both values give the same network.
+        flag("reorder_and_upcast_attn", false);
+        c.tie_word_embeddings = flag("tie_word_embeddings", true);
+        if (has("layer_norm_epsilon")) {
+            const auto& e = j["layer_norm_epsilon"];
+            const float eps = e.is_number() ? static_cast<float>(e.get<double>()) : 0.0f;
+            if (!(std::isfinite(eps) && eps > 0.0f)) {
+                fail("'layer_norm_epsilon' must be a positive number that a float can hold, got " + e.dump());
+            }
+            c.layer_norm_epsilon = eps;
+        }
+        return c;
     }
 };
 
 namespace detail {
-template <class B, class Visitor, std::size_t I = 0>
-void dispatch_gpt2(B& backend, const HfGpt2Config& cfg, const io::SafetensorsFile& weights, const std::string& where,
-                   Visitor& visitor, std::string known = {}) {
-    if constexpr (I == std::tuple_size_v<KnownGPT2Configs>) {
-        throw FormatError(where + ": n_layer " + std::to_string(cfg.n_layer) + ", n_head " + std::to_string(cfg.n_head) +
-                          ", n_embd " + std::to_string(cfg.n_embd) + ", n_ctx " + std::to_string(cfg.n_ctx) +
-                          ", vocab_size " + std::to_string(cfg.vocab_size) + " is not a known GPT-2 shape; known:" + known);
-    } else {
-        using Config = std::tuple_element_t<I, KnownGPT2Configs>;
-        if (cfg.matches<Config>()) {
-            auto model = std::make_unique<GPT2<Config, B>>(backend);
-            model->load(weights, cfg.layer_norm_epsilon);
-            visitor(std::move(model));
-        } else {
-            dispatch_gpt2<B, Visitor, I + 1>(backend, cfg, weights, where, visitor, known + "\n  " + describe_config<Config>());
-        }
-    }
+// Builds GPT2<Config, B> for the first of Static... whose shape is cfg's, else GPT2<GPT2Dynamic,
+// B>; loads the weights and hands it over: take(std::unique_ptr<GPT2<...>>).
+template <class B, class Take, class... Static>
+void build_gpt2(B& backend, const HfGpt2Config& cfg, const io::SafetensorsFile& weights, Take& take) {
+    bool done = false;
+    const auto load = [&](auto model) {
+        model->load(weights, cfg.layer_norm_epsilon, cfg.tie_word_embeddings);
+        take(std::move(model));
+        done = true;
+    };
+    const auto try_static = [&]<class Config>() {
+        if (!done && Config::shape() == cfg.shape) load(std::make_unique<GPT2<Config, B>>(backend));
+    };
+    (try_static.template operator()<Static>(), ...);
+    static_cast<void>(try_static);  // unused when no static shape is named
+    if (!done) load(std::make_unique<GPT2<GPT2Dynamic, B>>(backend, cfg.shape));
 }
 
-// Reads dir/config.json, opens dir/model.safetensors, builds and loads the GPT2 of that shape
-// and hands it over: take(std::unique_ptr<GPT2<Config, B>>).
-template <class B, class Take>
-void open_and_dispatch(B& backend, const std::filesystem::path& dir, Take&& take) {
-    const auto config_path = dir / "config.json";
-    const HfGpt2Config cfg = HfGpt2Config::read(config_path);
+template <class... Static, class B, class Take>
+void open_and_build(B& backend, const std::filesystem::path& dir, Take&& take) {
+    static_assert((Static::is_static && ...), "load_gpt2<Configs...>: name fully static configs such as GPT2Small.");
+    const HfGpt2Config cfg = HfGpt2Config::read(dir / "config.json");
     const io::SafetensorsFile weights(dir / "model.safetensors");
-    dispatch_gpt2(backend, cfg, weights, config_path.string(), take);
+    build_gpt2<B, Take, Static...>(backend, cfg, weights, take);
 }
 }  // namespace detail
 
-// Reads dir/config.json, picks the matching GPT2 type, loads dir/model.safetensors into it and
-// calls visitor(model). Missing files, a corrupt checkpoint or an unknown shape: FormatError.
-template <class B, class Visitor>
+// Reads dir/config.json, builds the GPT2 of that shape (a static type among Static... when one
+// matches), loads dir/model.safetensors into it and calls visitor(model). Missing files, a
+// corrupt checkpoint or an unsupported config: FormatError naming the file and the field.
+template <class... Static, class B, class Visitor>
 void load_gpt2(B& backend, const std::filesystem::path& dir, Visitor&& visitor) {
-    detail::open_and_dispatch(backend, dir, [&visitor](auto model) { visitor(*model); });
+    detail::open_and_build<Static...>(backend, dir, [&visitor](auto model) { visitor(*model); });
 }
 
 // The same as a LanguageModel, which keeps `keep_alive` (the backend, say) alive as long as it
 // lives; otherwise the caller keeps `backend` alive.
-template <class B>
+template <class... Static, class B>
 std::unique_ptr<LanguageModel> open_gpt2(B& backend, const std::filesystem::path& dir,
                                          std::shared_ptr<void> keep_alive = nullptr) {
     std::unique_ptr<LanguageModel> result;
-    detail::open_and_dispatch(backend, dir, [&](auto model) {
+    detail::open_and_build<Static...>(backend, dir, [&](auto model) {
         using M = typename decltype(model)::element_type;
-        std::string description = describe_config<typename M::config>() + " on " + B::name;
+        std::string description = model->description() + " on " + B::name;
         result = std::make_unique<LanguageModelFor<M>>(std::move(model), std::move(description), keep_alive);
     });
     return result;

@@ -11,7 +11,7 @@
 
 #include <tessera/core/error.hpp>          // ArgumentError
 #include <tessera/models/language_model.hpp>  // ScoringLanguageModel
-#include <tessera/text/bpe_tokenizer.hpp>  // TokenId
+#include <tessera/core/token_id.hpp>  // TokenId
 
 namespace tessera {
 

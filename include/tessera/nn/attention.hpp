@@ -14,18 +14,22 @@ namespace tessera {
 
 template <std::size_t C, std::size_t H, std::size_t Ctx, class B>
 struct CausalSelfAttention {
-    static constexpr std::size_t head_dim = C / H;
+    static constexpr std::size_t head_dim = C == dyn || H == dyn ? dyn : C / H;
     using Cache = KvCache<Ctx, H, head_dim, B>;
 
     Linear<C, C, B> query, key, value;  // c_attn's three thirds
     Linear<C, C, B> proj;               // c_proj
+    std::size_t heads;                  // H
+
+    CausalSelfAttention(std::size_t c, std::size_t h) : query(c, c), key(c, c), value(c, c), proj(c, c), heads(h) {}
 
     void load(const WeightSource& src) {
-        const std::vector<float> w = src.read("c_attn.weight", {C, 3 * C});
-        const std::vector<float> b = src.read("c_attn.bias", {3 * C});
-        query.take_columns(w, b, 3 * C, 0);
-        key.take_columns(w, b, 3 * C, C);
-        value.take_columns(w, b, 3 * C, 2 * C);
+        const std::size_t c = proj.in_features();
+        const std::vector<float> w = src.read("c_attn.weight", {c, 3 * c});
+        const std::vector<float> b = src.read("c_attn.bias", std::vector<std::size_t>{3 * c});
+        query.take_columns(w, b, 3 * c, 0);
+        key.take_columns(w, b, 3 * c, c);
+        value.take_columns(w, b, 3 * c, 2 * c);
         proj.load_conv1d(src, "c_proj");
     }
 
@@ -38,11 +42,12 @@ struct CausalSelfAttention {
         query(backend, x, q);
         key(backend, x, Cache::matrix_rows(cache.keys, first, t));
         value(backend, x, Cache::matrix_rows(cache.values, first, t));
-        const auto heads = [t](auto m) {  // (T, C) -> (T, H, D)
-            return TensorView<float, Extents<dyn, H, head_dim>, Backend>(m.data(), Extents<dyn, H, head_dim>(t));
+        const auto split_heads = [t, this](auto m) {  // (T, C) -> (T, H, D)
+            using E = Extents<dyn, H, head_dim>;
+            return TensorView<float, E, Backend>(m.data(), E(t, heads, m.extent(1) / heads));
         };
-        causal_attention(backend, heads(q), Cache::rows(cache.keys, 0, first + t), Cache::rows(cache.values, 0, first + t),
-                         heads(att));
+        causal_attention(backend, split_heads(q), Cache::rows(cache.keys, 0, first + t),
+                         Cache::rows(cache.values, 0, first + t), split_heads(att));
         proj(backend, att, out);
     }
 };

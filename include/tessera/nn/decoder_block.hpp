@@ -16,30 +16,38 @@ namespace tessera {
 // Activations of one block for up to `capacity` positions; grows (prefill only), never shrinks.
 template <std::size_t C, std::size_t Inner, class B>
 struct BlockScratch {
-    Tensor<float, Extents<dyn, C>, B> normed{0}, q{0}, att{0}, delta{0};  // (cap, C)
-    Tensor<float, Extents<dyn, Inner>, B> hidden{0};                      // (cap, Inner)
+    Tensor<float, Extents<dyn, C>, B> normed, q, att, delta;  // (cap, C)
+    Tensor<float, Extents<dyn, Inner>, B> hidden;             // (cap, Inner)
+
+    BlockScratch(std::size_t c, std::size_t inner)
+        : normed(0, c), q(0, c), att(0, c), delta(0, c), hidden(0, inner) {}
+
+    std::size_t capacity() const noexcept { return normed.extent(0); }
 
     void reserve(std::size_t t) {
-        if (t <= normed.extent(0)) return;
-        normed = decltype(normed)(t);
-        q = decltype(q)(t);
-        att = decltype(att)(t);
-        delta = decltype(delta)(t);
-        hidden = decltype(hidden)(t);
+        if (t <= capacity()) return;
+        const std::size_t c = normed.extent(1), inner = hidden.extent(1);
+        normed = decltype(normed)(t, c);
+        q = decltype(q)(t, c);
+        att = decltype(att)(t, c);
+        delta = decltype(delta)(t, c);
+        hidden = decltype(hidden)(t, inner);
     }
 };
 
-template <std::size_t C, std::size_t H, std::size_t Ctx, class B>
+template <std::size_t C, std::size_t H, std::size_t Inner, std::size_t Ctx, class B>
 struct DecoderBlock {
-    static constexpr std::size_t inner = 4 * C;
     using Attention = CausalSelfAttention<C, H, Ctx, B>;
     using Cache = typename Attention::Cache;
-    using Scratch = BlockScratch<C, inner, B>;
+    using Scratch = BlockScratch<C, Inner, B>;
 
     LayerNorm<C, B> ln_1;
     Attention attn;
     LayerNorm<C, B> ln_2;
-    FeedForward<C, inner, B> mlp;
+    FeedForward<C, Inner, B> mlp;
+
+    DecoderBlock(std::size_t c, std::size_t heads, std::size_t inner)
+        : ln_1(c), attn(c, heads), ln_2(c), mlp(c, inner) {}
 
     void load(const WeightSource& src, float eps) {
         ln_1.load(src, "ln_1");

@@ -13,6 +13,8 @@ struct FeedForward {
     Linear<C, Inner, B> up;    // c_fc
     Linear<Inner, C, B> down;  // c_proj
 
+    FeedForward(std::size_t c, std::size_t inner) : up(c, inner), down(inner, c) {}
+
     void load(const WeightSource& src) {
         up.load_conv1d(src, "c_fc");
         down.load_conv1d(src, "c_proj");

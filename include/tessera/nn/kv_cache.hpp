@@ -10,15 +10,21 @@ namespace tessera {
 
 template <std::size_t Ctx, std::size_t H, std::size_t D, class B>
 struct KvCache {
-    Tensor<float, Extents<Ctx, H, D>, B> keys;    // (Ctx, H, D)
-    Tensor<float, Extents<Ctx, H, D>, B> values;  // (Ctx, H, D)
+    using Storage = Tensor<float, Extents<Ctx, H, D>, B>;
+    Storage keys;    // (Ctx, H, D)
+    Storage values;  // (Ctx, H, D)
+
+    KvCache(std::size_t ctx, std::size_t heads, std::size_t head_dim)
+        : keys(ctx, heads, head_dim), values(ctx, heads, head_dim) {}
 
     // Positions [first, first + count) as (count, H, D) views, or as (count, H*D) matrices.
-    static auto rows(Tensor<float, Extents<Ctx, H, D>, B>& t, std::size_t first, std::size_t count) {
-        return TensorView<float, Extents<dyn, H, D>, B>(t.data() + first * H * D, Extents<dyn, H, D>(count));
+    static auto rows(Storage& t, std::size_t first, std::size_t count) {
+        return t.view().rows(first, count);
     }
-    static auto matrix_rows(Tensor<float, Extents<Ctx, H, D>, B>& t, std::size_t first, std::size_t count) {
-        return TensorView<float, Extents<dyn, H * D>, B>(t.data() + first * H * D, Extents<dyn, H * D>(count));
+    static auto matrix_rows(Storage& t, std::size_t first, std::size_t count) {
+        const auto r = rows(t, first, count);  // bounds-checked
+        constexpr std::size_t width = H == dyn || D == dyn ? dyn : H * D;
+        return TensorView<float, Extents<dyn, width>, B>(r.data(), Extents<dyn, width>(count, r.extent(1) * r.extent(2)));
     }
 };
 

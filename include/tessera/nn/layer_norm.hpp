@@ -1,12 +1,12 @@
 #pragma once
 // LayerNorm<C>: per-row normalisation with a learned scale (gamma) and shift (beta).
 #include <cstddef>  // std::size_t
-#include <span>     // std::span
+#include <string>   // std::string
+#include <vector>   // std::vector
 
 #include <tessera/core/tensor.hpp>          // Tensor
 #include <tessera/nn/parameter.hpp>         // WeightSource
 #include <tessera/ops/normalization.hpp>    // layer_norm
-#include <tessera/ops/transfer.hpp>         // copy_from_host
 
 namespace tessera {
 
@@ -16,9 +16,14 @@ struct LayerNorm {
     Tensor<float, Extents<C>, B> beta;   // (C), "bias"
     float eps = 1e-5f;
 
+    explicit LayerNorm(std::size_t c) : gamma(c), beta(c) {}
+    LayerNorm()
+        requires(C != dyn)
+        : LayerNorm(C) {}
+
     void load(const WeightSource& src, const std::string& name) {
-        src.read_into(name + ".weight", {C}, gamma);
-        src.read_into(name + ".bias", {C}, beta);
+        src.read_into(name + ".weight", std::vector<std::size_t>{gamma.extent(0)}, gamma);
+        src.read_into(name + ".bias", std::vector<std::size_t>{beta.extent(0)}, beta);
     }
 
     template <class Backend, TensorLike X, TensorLike Y>

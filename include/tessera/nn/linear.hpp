@@ -1,5 +1,6 @@
 #pragma once
 // Linear<In, Out>: y = x · Wᵀ + b with W stored [out, in] (each output's weights contiguous).
+// In and Out are compile-time sizes or `dyn`; the constructor takes the run-time sizes.
 #include <cstddef>    // std::size_t
 #include <span>       // std::span
 #include <vector>     // std::vector
@@ -16,19 +17,29 @@ struct Linear {
     Tensor<float, Extents<Out, In>, B> weight;  // (Out, In)
     Tensor<float, Extents<Out>, B> bias;        // (Out)
 
+    Linear(std::size_t in, std::size_t out) : weight(out, in), bias(out) {}
+    Linear()
+        requires(In != dyn && Out != dyn)
+        : Linear(In, Out) {}
+
+    std::size_t in_features() const noexcept { return weight.extent(1); }
+    std::size_t out_features() const noexcept { return weight.extent(0); }
+
     // From a Hugging Face Conv1D at `name`: weight [In, Out], bias [Out].
     void load_conv1d(const WeightSource& src, const std::string& name) {
-        take_columns(src.read(name + ".weight", {In, Out}), src.read(name + ".bias", {Out}), Out, 0);
+        const std::vector<float> w = src.read(name + ".weight", {in_features(), out_features()});
+        take_columns(w, src.read(name + ".bias", std::vector<std::size_t>{out_features()}), out_features(), 0);
     }
 
     // Columns [first, first + Out) of a Conv1D's weight [In, total] and bias [total], already
     // read (c_attn packs q, k and v side by side), transposed to [out, in].
     void take_columns(const std::vector<float>& w, const std::vector<float>& b, std::size_t total, std::size_t first) {
-        std::vector<float> wt(Out * In);
-        for (std::size_t i = 0; i < In; ++i)
-            for (std::size_t o = 0; o < Out; ++o) wt[o * In + i] = w[i * total + first + o];
+        const std::size_t in = in_features(), out = out_features();
+        std::vector<float> wt(out * in);
+        for (std::size_t i = 0; i < in; ++i)
+            for (std::size_t o = 0; o < out; ++o) wt[o * in + i] = w[i * total + first + o];
         copy_from_host(std::span<const float>(wt), weight);
-        copy_from_host(std::span<const float>(b.data() + first, Out), bias);
+        copy_from_host(std::span<const float>(b.data() + first, out), bias);
     }
 
     // y(T, Out) = x(T, In) · Wᵀ + b.

@@ -1,9 +1,9 @@
 #pragma once
 // Position encodings, added to the token embeddings: learned (GPT-2's wpe table) or sinusoidal
 // (the original Transformer's fixed PE(pos, 2i) = sin(pos / 10000^(2i/C)), PE(pos, 2i+1) = cos(...)).
-// Both satisfy PositionEncoding, so a model takes either as a policy.
+// A model takes either as its Positions policy: a template <Ctx, C, Backend> constructible from
+// (ctx, c), with load(source, name) and add_to(backend, x, first_position).
 #include <cmath>    // std::sin, std::cos, std::pow
-#include <concepts> // std::same_as
 #include <cstddef>  // std::size_t
 #include <span>     // std::span
 #include <string>   // std::string
@@ -29,8 +29,10 @@ template <std::size_t Ctx, std::size_t C, class B>
 struct LearnedPositions {
     Tensor<float, Extents<Ctx, C>, B> table;  // (Ctx, C), "wpe" in GPT-2 checkpoints
 
+    LearnedPositions(std::size_t ctx, std::size_t c) : table(ctx, c) {}
+
     void load(const WeightSource& src, const std::string& name) {
-        src.read_into(name, {Ctx, C}, table);
+        src.read_into(name, {table.extent(0), table.extent(1)}, table);
     }
     template <class Backend, TensorLike X>
     void add_to(Backend& backend, X&& x, std::size_t first_position) const {
@@ -42,17 +44,21 @@ template <std::size_t Ctx, std::size_t C, class B>
 struct SinusoidalPositions {
     Tensor<float, Extents<Ctx, C>, B> table;  // (Ctx, C), computed, not loaded
 
-    SinusoidalPositions() {
-        std::vector<float> host(Ctx * C);
-        for (std::size_t pos = 0; pos < Ctx; ++pos) {
-            for (std::size_t i = 0; 2 * i < C; ++i) {
-                const double angle = static_cast<double>(pos) / std::pow(10000.0, 2.0 * static_cast<double>(i) / C);
-                host[pos * C + 2 * i] = static_cast<float>(std::sin(angle));
-                if (2 * i + 1 < C) host[pos * C + 2 * i + 1] = static_cast<float>(std::cos(angle));
+    SinusoidalPositions(std::size_t ctx, std::size_t c) : table(ctx, c) {
+        std::vector<float> host(ctx * c);
+        for (std::size_t pos = 0; pos < ctx; ++pos) {
+            for (std::size_t i = 0; 2 * i < c; ++i) {
+                const double angle =
+                    static_cast<double>(pos) / std::pow(10000.0, 2.0 * static_cast<double>(i) / static_cast<double>(c));
+                host[pos * c + 2 * i] = static_cast<float>(std::sin(angle));
+                if (2 * i + 1 < c) host[pos * c + 2 * i + 1] = static_cast<float>(std::cos(angle));
             }
         }
         copy_from_host(std::span<const float>(host), table);
     }
+    SinusoidalPositions()
+        requires(Ctx != dyn && C != dyn)
+        : SinusoidalPositions(Ctx, C) {}
     void load(const WeightSource&, const std::string&) {}  // nothing to load
     template <class Backend, TensorLike X>
     void add_to(Backend& backend, X&& x, std::size_t first_position) const {

@@ -1,5 +1,5 @@
 #pragma once
-// Row-wise ops: LayerNorm and softmax over the last dimension of a matrix.
+// Row-wise ops: LayerNorm over the last dimension of a matrix.
 #include <tessera/backend/backend.hpp>  // Backend
 #include <tessera/core/error.hpp>       // ArgumentError
 #include <tessera/core/extents.hpp>     // dims_may_match, check_dim
@@ -26,13 +26,6 @@ void layer_norm(B& backend, const X& x, const G& gamma, const Be& beta, float ep
     check_dim(ov.extent(1), xv.extent(1), "layer_norm", "out's column count", "x's column count");
     if (!(eps > 0.0f)) throw ArgumentError("layer_norm: eps must be positive, got " + std::to_string(eps));
     backend.layer_norm(xv, gv, bv, eps, ov);
-}
-
-// Softmax of each row of x(T,N), in place.
-template <Backend B, TensorLike X>
-void softmax_rows(B& backend, X&& x) {
-    static_assert(extents_of_t<X>::rank() == 2, "softmax_rows: x must be a matrix; each row is normalised.");
-    backend.softmax_rows(output_operand<2, B>(x));
 }
 
 }  // namespace tessera

@@ -6,7 +6,7 @@
 #include <concepts>  // std::same_as
 #include <span>      // std::span
 
-#include <tessera/text/bpe_tokenizer.hpp>  // TokenId
+#include <tessera/core/token_id.hpp>  // TokenId
 
 namespace tessera {
 

@@ -27,13 +27,12 @@
 #include <nlohmann/json.hpp>  // vocab.json
 
 #include <tessera/core/error.hpp>         // FormatError, TokenizerError
+#include <tessera/core/token_id.hpp>      // TokenId
 #include <tessera/text/byte_level.hpp>    // byte_to_char
 #include <tessera/text/pretokenizer.hpp>  // pretokenize
 #include <tessera/text/utf8.hpp>          // append, decode_one, sanitize
 
 namespace tessera {
-
-using TokenId = std::int32_t;
 
 // Whether special-token text such as "<|endoftext|>" in the input becomes its special id.
 enum class SpecialTokens {

@@ -1,5 +1,5 @@
 #pragma once
-// Row-wise kernels on the host: LayerNorm and softmax, one row per task.
+// Row-wise kernels on the host: LayerNorm, one row per task.
 #include <cmath>       // std::sqrt
 
 #include <tessera/backend/cpu/eigen_maps.hpp>   // ArrayMap, ConstArrayMap
@@ -24,18 +24,6 @@ namespace tessera::cpu {
             const float var = (v - mean).square().mean();
             const float inv_std = 1.0f / std::sqrt(var + eps);
             ArrayMap(out + r * cols, c) = (v - mean) * inv_std * g + b;
-        }
-    });
-}
-
-// Softmax of each row of x(rows, cols), in place: exp(x - max) / Σ exp(x - max).
-[[gnu::noinline]] inline void softmax_rows(ThreadPool& pool, float* x, std::size_t rows, std::size_t cols) {
-    const auto c = static_cast<Eigen::Index>(cols);
-    pool.parallel_for(rows, 1, [&](std::size_t begin, std::size_t end) {
-        for (std::size_t r = begin; r < end; ++r) {
-            ArrayMap v(x + r * cols, c);
-            v = (v - v.maxCoeff()).exp();
-            v /= v.sum();
         }
     });
 }

@@ -1,7 +1,7 @@
 #pragma once
 // Cuda: the device backend. thrust device_vectors for storage and element-wise work, cuBLAS
 // for the matrix products of many rows, hand-written kernels for the products of few rows
-// (decoding), LayerNorm, softmax, fused causal attention and the embedding lookup. Every kernel
+// (decoding), LayerNorm, fused causal attention and the embedding lookup. Every kernel
 // is queued on the instance's stream; transfers (upload, download) are synchronous and wait for
 // that queued work. run_as_graph() replays a queued step as a CUDA graph. Compiles only under nvcc.
 #ifndef __CUDACC__
@@ -28,7 +28,7 @@
 #include <tessera/backend/cuda/elementwise.cuh>      // GeluTanh, gather_rows_kernel
 #include <tessera/backend/cuda/graph.cuh>            // GraphRunner
 #include <tessera/backend/cuda/matrix_products.cuh>  // skinny_gemm_kernel, add_bias_rows_kernel
-#include <tessera/backend/cuda/row_kernels.cuh>      // layer_norm_kernel, softmax_rows_kernel
+#include <tessera/backend/cuda/row_kernels.cuh>      // layer_norm_kernel
 #include <tessera/core/error.hpp>                  // BackendError
 #include <tessera/core/tensor_view.hpp>            // MatrixView, VectorView, Tensor3View
 
@@ -139,13 +139,6 @@ public:
         gpu::layer_norm_kernel<<<static_cast<unsigned>(x.extent(0)), gpu::row_block_threads, 0, stream_>>>(
             x.data(), gamma.data(), beta.data(), eps, out.data(), x.extent(1));
         gpu::check_launch("layer_norm_kernel");
-    }
-
-    void softmax_rows(MatrixView<float, Cuda> x) {
-        if (x.extent(0) == 0) return;
-        gpu::softmax_rows_kernel<<<static_cast<unsigned>(x.extent(0)), gpu::row_block_threads, 0, stream_>>>(
-            x.data(), x.extent(1));
-        gpu::check_launch("softmax_rows_kernel");
     }
 
     // One block per (head, query): 32 warps splitting the keys when there are few blocks

@@ -1,5 +1,5 @@
 #pragma once
-// LayerNorm and softmax on the device: one block per row.
+// LayerNorm on the device: one block per row.
 #ifndef __CUDACC__
 #error "tessera/backend/cuda/*.cuh compile only under nvcc: include them from .cu files (see backend/cuda.hpp)."
 #endif
@@ -28,21 +28,6 @@ __global__ void layer_norm_kernel(const float* x, const float* gamma, const floa
     const float inv_std = rsqrtf(block_reduce(s, SumOp{}, 0.0f) / n + eps);
     __syncthreads();  // out may be x: every thread has read the row before anyone writes it
     for (std::size_t c = threadIdx.x; c < cols; c += blockDim.x) dst[c] = (row[c] - mean) * inv_std * gamma[c] + beta[c];
-}
-
-__global__ void softmax_rows_kernel(float* x, std::size_t cols) {
-    float* row = x + blockIdx.x * cols;
-    float m = -INFINITY;
-    for (std::size_t c = threadIdx.x; c < cols; c += blockDim.x) m = fmaxf(m, row[c]);
-    m = block_reduce(m, MaxOp{}, -INFINITY);
-    float s = 0;
-    for (std::size_t c = threadIdx.x; c < cols; c += blockDim.x) {
-        const float e = expf(row[c] - m);
-        row[c] = e;
-        s += e;
-    }
-    const float inv_sum = 1.0f / block_reduce(s, SumOp{}, 0.0f);
-    for (std::size_t c = threadIdx.x; c < cols; c += blockDim.x) row[c] *= inv_sum;
 }
 
 }  // namespace tessera::gpu

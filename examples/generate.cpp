@@ -113,6 +113,9 @@ int main(int argc, char** argv) {
                                 {"decode_seconds", c.decode_seconds},
                                 {"prefill_tokens_per_second", c.prefill_tokens_per_second()},
                                 {"decode_tokens_per_second", c.decode_tokens_per_second()},
+                                {"sampling_seconds", c.sampling_seconds},
+                                {"total_seconds", c.total_seconds},
+                                {"end_to_end_tokens_per_second", c.end_to_end_tokens_per_second()},
                                 {"seed", c.seed},
                                 {"backend", backend}};
             std::cout << j.dump() << '\n';
@@ -121,10 +124,13 @@ int main(int argc, char** argv) {
             std::fputc('\n', stdout);
         }
         std::fprintf(stderr,
-                     "prompt: %zu tokens, %.1f tokens/s%s | generated: %zu tokens, %.1f tokens/s | stop: %s | seed: %llu\n",
+                     "prompt: %zu tokens, %.1f tokens/s%s | generated: %zu tokens, %.1f tokens/s end to end "
+                     "(model %.1f tokens/s, sampling %.2f ms/token) | stop: %s | seed: %llu\n",
                      c.prompt_tokens, c.prefill_tokens_per_second(),
                      c.truncated_prompt_tokens ? (" (" + std::to_string(c.truncated_prompt_tokens) + " truncated)").c_str() : "",
-                     c.tokens.size(), c.decode_tokens_per_second(), tessera::to_string(c.stop_reason),
+                     c.tokens.size(), c.end_to_end_tokens_per_second(), c.decode_tokens_per_second(),
+                     c.tokens.empty() ? 0.0 : 1e3 * c.sampling_seconds / static_cast<double>(c.tokens.size()),
+                     tessera::to_string(c.stop_reason),
                      static_cast<unsigned long long>(c.seed));
     } catch (const std::exception& e) {
         std::cerr << "generate: " << e.what() << '\n';

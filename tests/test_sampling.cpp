@@ -1,7 +1,9 @@
 // Sampling: every processor against hand-computed vectors, the selectors' statistics, seeding.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <random>
 #include <vector>
 
 #include <tessera/sampling/sampler.hpp>
@@ -169,4 +171,56 @@ TEST_CASE("The same seed gives the same tokens; different seeds differ", "[sampl
     SamplingParams bad;
     bad.top_p = 0;
     CHECK_THROWS_WITH(make_sampler(bad), Catch::Contains("top_p"));
+}
+
+TEST_CASE("Non-finite logits are an error; extreme parameters stay finite", "[sampling]") {
+    auto sampler = make_sampler({.seed = 1});
+    std::vector<float> nan_logits{0.5f, NAN, 1.0f};
+    CHECK_THROWS_WITH(sampler.sample(nan_logits, no_history), Catch::Contains("logit for token 1 is NaN"));
+    std::vector<float> inf_logits{0.5f, 1.0f, INFINITY};
+    CHECK_THROWS_WITH(sampler.sample(inf_logits, no_history), Catch::Contains("logit for token 2 is infinite"));
+    // A temperature so small that dividing would overflow is the greedy limit, not "EOS".
+    std::vector<float> l{1.0f, 3.0f, 2.0f};
+    Temperature(1e-40f).apply(l, no_history);
+    CHECK((l[1] == 3.0f && std::isinf(l[0]) && std::isinf(l[2])));
+    // A repetition penalty of 1e-45 boosts the repeated token to the largest float, not to inf.
+    std::vector<float> r{1.0f, 2.0f};
+    const std::vector<TokenId> history{0};
+    RepetitionPenalty(1e-45f, 64).apply(r, history);
+    CHECK((std::isfinite(r[0]) && r[0] > 1e30f));
+    auto greedy_like = make_sampler({.temperature = 1e-40f, .seed = 3});
+    std::vector<float> g{0.1f, 0.2f, 5.0f, 0.3f};
+    CHECK(greedy_like.sample(g, no_history) == 2);
+}
+
+// The radix-selected nucleus equals the definition (sort by probability, lower id first among
+// equals, keep the shortest prefix reaching p) on random logits with many ties.
+TEST_CASE("TopP's selection equals the sorted definition", "[sampling]") {
+    std::mt19937 gen(5);
+    for (int round = 0; round < 200; ++round) {
+        const std::size_t v = 1 + gen() % 3000;
+        std::vector<float> l(v);
+        for (float& x : l) x = static_cast<float>(static_cast<int>(gen() % 40)) * 0.25f;  // ties
+        if (round % 3 == 0)
+            for (std::size_t i = 0; i < v; i += 2) l[i] = removed_logit;  // after a filter
+        if (std::all_of(l.begin(), l.end(), [](float x) { return x == removed_logit; })) l[0] = 0;
+        const double p = std::uniform_real_distribution<double>(0.05, 0.999)(gen);
+        const auto prob = probs(l);
+        std::vector<std::size_t> order(v);
+        for (std::size_t i = 0; i < v; ++i) order[i] = i;
+        std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+            return prob[a] != prob[b] ? prob[a] > prob[b] : a < b;
+        });
+        double cumulative = 0;
+        std::size_t keep = 0;
+        while (keep < v && cumulative < p * (1 - 1e-6)) cumulative += prob[order[keep++]];
+        std::vector<bool> want(v, false);
+        for (std::size_t i = 0; i < std::max<std::size_t>(keep, 1); ++i) want[order[i]] = true;
+        std::vector<float> got = l;
+        TopP(p).apply(got, no_history);
+        std::size_t differ = 0;
+        for (std::size_t i = 0; i < v; ++i) differ += want[i] != (got[i] != removed_logit);
+        INFO("round " << round << ", V " << v << ", p " << p);
+        REQUIRE(differ == 0);
+    }
 }

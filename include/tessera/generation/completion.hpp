@@ -33,13 +33,21 @@ struct Completion {
     std::size_t prompt_tokens = 0;    // after truncation
     std::size_t truncated_prompt_tokens = 0;  // dropped from the start of the prompt (truncate)
     std::size_t context_shifts = 0;
-    double prefill_seconds = 0;
-    double decode_seconds = 0;
+    double prefill_seconds = 0;       // the model's forward passes over the prompt
+    double decode_seconds = 0;        // the model's one-token steps
+    double sampling_seconds = 0;      // choosing each token: the sampler's processors and draw
+    double total_seconds = 0;         // what the caller waited: tokenizing to the last piece of text
     std::size_t decode_steps = 0;
     std::uint64_t seed = 0;
 
     double prefill_tokens_per_second() const noexcept { return prefill_seconds > 0 ? prompt_tokens / prefill_seconds : 0; }
+    // The model alone: decode steps per second of decode_seconds.
     double decode_tokens_per_second() const noexcept { return decode_seconds > 0 ? decode_steps / decode_seconds : 0; }
+    // What a user sees: generated tokens per second of the whole call, prompt processing,
+    // sampling and detokenizing included.
+    double end_to_end_tokens_per_second() const noexcept {
+        return total_seconds > 0 ? static_cast<double>(tokens.size()) / total_seconds : 0;
+    }
 };
 
 }  // namespace tessera

@@ -46,6 +46,7 @@ public:
     Completion generate(std::string_view prompt, const GenerationOptions& options, OnText&& on_text) {
         using clock = std::chrono::steady_clock;
         const auto seconds = [](clock::time_point t0) { return std::chrono::duration<double>(clock::now() - t0).count(); };
+        const auto start = clock::now();
         Completion c;
         c.seed = sampler_.rng().seed();
         const StopStrings stops(options.stop);
@@ -86,8 +87,10 @@ public:
                 c.stop_reason = StopReason::max_new_tokens;
                 break;
             }
+            t0 = clock::now();
             scratch.assign(logits.begin(), logits.end());
             const TokenId token = sampler_.sample(scratch, context);
+            c.sampling_seconds += seconds(t0);
             if (eos && token == *eos && !options.ignore_eos) {
                 c.stop_reason = StopReason::eos;
                 break;
@@ -131,6 +134,7 @@ public:
         }
         show(text.size());
         c.text = std::move(text);
+        c.total_seconds = seconds(start);
         return c;
     }
 

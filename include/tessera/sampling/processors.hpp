@@ -2,17 +2,18 @@
 // The logit processors: Temperature, TopK, TopP, MinP, RepetitionPenalty, PresencePenalty,
 // FrequencyPenalty, NoRepeatNgram. Each validates its parameters on construction
 // (ArgumentError naming the parameter) and is a LogitProcessor.
-#include <algorithm>      // std::nth_element, std::sort, std::max_element
+#include <algorithm>      // std::push_heap, std::max_element, std::clamp, std::count, std::find
+#include <functional>     // std::greater
 #include <cmath>          // std::exp, std::isfinite
 #include <cstddef>        // std::size_t
 #include <limits>         // std::numeric_limits
 #include <span>           // std::span
 #include <string>         // std::to_string
-#include <unordered_map>  // std::unordered_map
 #include <vector>         // std::vector
 
 #include <tessera/core/error.hpp>              // ArgumentError
 #include <tessera/sampling/logit_processor.hpp>  // removed_logit, TokenId
+#include <tessera/sampling/weights.hpp>          // exp_weights, keep_top_mass
 
 namespace tessera {
 
@@ -20,7 +21,8 @@ namespace detail {
 inline void require(bool ok, const std::string& message) {
     if (!ok) throw ArgumentError(message);
 }
-// Probabilities (double) of the logits; removed tokens get 0.
+// Probabilities (double) of the logits; removed tokens get 0. For tests and reports; the
+// processors below work on the logits directly and never allocate per call.
 inline std::vector<double> softmax(std::span<const float> logits) {
     const float max = *std::max_element(logits.begin(), logits.end());
     std::vector<double> p(logits.size());
@@ -33,21 +35,35 @@ inline std::vector<double> softmax(std::span<const float> logits) {
 inline std::span<const TokenId> recent(std::span<const TokenId> history, std::size_t window) {
     return history.subspan(history.size() > window ? history.size() - window : 0);
 }
+// Whether history[i] already occurred in history[0, i): penalties count each token once
+// without a set (windows are ~64 tokens, so the quadratic scan is cheaper than a hash map).
+inline bool seen_before(std::span<const TokenId> history, std::size_t i) {
+    return std::find(history.begin(), history.begin() + static_cast<std::ptrdiff_t>(i), history[i]) !=
+           history.begin() + static_cast<std::ptrdiff_t>(i);
+}
 }  // namespace detail
 
 // Divides logits by t. t = 0 means greedy: only the largest logit survives (the lowest id
-// among equals).
+// among equals). So does a t so small that the divided logits would overflow (1e-40, say):
+// that is the limit of the distribution as t goes to 0, where dividing would give infinities.
 class Temperature {
 public:
     explicit Temperature(float t) : t_(t) {
         detail::require(std::isfinite(t) && t >= 0, "temperature must be >= 0, got " + std::to_string(t));
     }
     void apply(std::span<float> logits, std::span<const TokenId>) const {
-        if (t_ == 0) {
+        if (t_ == 1) return;
+        const auto acc = detail::reduce_lanes(logits.data(), logits.size(), 0.0f, [](float a, float l) {
+            const float m = l == removed_logit ? 0.0f : std::fabs(l);
+            return m > a ? m : a;
+        });
+        float largest = 0;
+        for (const float a : acc) largest = std::max(largest, a);
+        if (t_ == 0 || !std::isfinite(largest / t_)) {
             const auto best = std::max_element(logits.begin(), logits.end());
             for (auto it = logits.begin(); it != logits.end(); ++it)
                 if (it != best) *it = removed_logit;
-        } else if (t_ != 1) {
+        } else {
             for (float& l : logits) l /= t_;
         }
     }
@@ -57,48 +73,58 @@ private:
 };
 
 // Keeps the k largest logits; every token tied with the k-th largest value is kept too (so
-// the result never depends on the order of equal logits). k = 0 keeps everything.
+// the result never depends on the order of equal logits). k = 0 keeps everything. One pass with
+// a k-entry min-heap: most logits lose one comparison against the heap's smallest.
 class TopK {
 public:
     explicit TopK(long k) : k_(k) { detail::require(k >= 0, "top_k must be >= 0, got " + std::to_string(k)); }
     void apply(std::span<float> logits, std::span<const TokenId>) const {
-        if (k_ == 0 || static_cast<std::size_t>(k_) >= logits.size()) return;
-        std::vector<float> sorted(logits.begin(), logits.end());
-        std::nth_element(sorted.begin(), sorted.begin() + (k_ - 1), sorted.end(), std::greater<>{});
-        const float kth = sorted[static_cast<std::size_t>(k_ - 1)];
+        const auto k = static_cast<std::size_t>(k_);
+        if (k == 0 || k >= logits.size()) return;
+        heap_.clear();
+        heap_.reserve(k);
+        const auto greater = std::greater<float>{};
+        for (const float l : logits) {
+            if (heap_.size() < k) {
+                heap_.push_back(l);
+                std::push_heap(heap_.begin(), heap_.end(), greater);
+            } else if (l > heap_.front()) {
+                std::pop_heap(heap_.begin(), heap_.end(), greater);
+                heap_.back() = l;
+                std::push_heap(heap_.begin(), heap_.end(), greater);
+            }
+        }
+        const float kth = heap_.front();
         for (float& l : logits)
             if (l < kth) l = removed_logit;
     }
 
 private:
     long k_;
+    mutable std::vector<float> heap_;  // grows once; no allocation per call after that
 };
 
 // Nucleus sampling: keeps the most probable tokens whose probabilities add up to at least p
-// (at least one token; ties broken by lower id first). p = 1 keeps everything.
+// (at least one token; ties broken by lower id first). p = 1 keeps everything. No sort: the
+// cut is found by a radix selection over the probabilities' bits (keep_top_mass), O(V).
 class TopP {
 public:
     explicit TopP(double p) : p_(p) { detail::require(p > 0 && p <= 1, "top_p must be in (0, 1], got " + std::to_string(p)); }
     void apply(std::span<float> logits, std::span<const TokenId>) const {
         if (p_ >= 1) return;
-        const auto prob = detail::softmax(logits);
-        std::vector<std::size_t> order(logits.size());
-        for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-        std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-            return prob[a] != prob[b] ? prob[a] > prob[b] : a < b;
-        });
+        const double total = exp_weights(logits, weights_);
         // Slack for float logits (~1e-7 relative): 0.4 + 0.3 must count as reaching 0.7.
-        double cumulative = 0;
-        std::size_t keep = 0;
-        while (keep < order.size() && cumulative < p_ * (1 - 1e-6)) cumulative += prob[order[keep++]];
-        for (std::size_t i = std::max<std::size_t>(keep, 1); i < order.size(); ++i) logits[order[i]] = removed_logit;
+        keep_top_mass(logits, weights_, p_ * (1 - 1e-6) * total, selection_);
     }
 
 private:
     double p_;
+    mutable std::vector<float> weights_;      // scratch: grows once
+    mutable MassSelection selection_;         // scratch: grows once
 };
 
 // Keeps tokens with probability >= min_p · (the largest probability). min_p = 0 keeps all.
+// p_i / p_max = exp(l_i - l_max), so the test needs no softmax: l_i - l_max >= log(min_p).
 // Logits are floats, so probabilities carry ~1e-7 relative error: a token within 1e-6 of the
 // threshold counts as reaching it (0.2 >= 0.5 · 0.4 must hold).
 class MinP {
@@ -108,10 +134,9 @@ public:
     }
     void apply(std::span<float> logits, std::span<const TokenId>) const {
         if (min_p_ == 0) return;
-        const auto prob = detail::softmax(logits);
-        const double threshold = min_p_ * *std::max_element(prob.begin(), prob.end()) * (1 - 1e-6);
-        for (std::size_t i = 0; i < logits.size(); ++i)
-            if (prob[i] < threshold) logits[i] = removed_logit;
+        const double threshold = detail::max_of(logits) + std::log(min_p_) + std::log1p(-1e-6);
+        for (float& l : logits)
+            if (static_cast<double>(l) < threshold) l = removed_logit;
     }
 
 private:
@@ -128,12 +153,13 @@ public:
     }
     void apply(std::span<float> logits, std::span<const TokenId> history) const {
         if (penalty_ == 1) return;
-        std::vector<bool> done(logits.size(), false);
-        for (const TokenId t : detail::recent(history, window_)) {
-            const auto i = static_cast<std::size_t>(t);
-            if (i >= logits.size() || done[i]) continue;
-            done[i] = true;
-            logits[i] = logits[i] > 0 ? logits[i] / penalty_ : logits[i] * penalty_;
+        const auto window = detail::recent(history, window_);
+        for (std::size_t j = 0; j < window.size(); ++j) {
+            const auto i = static_cast<std::size_t>(window[j]);
+            if (i >= logits.size() || detail::seen_before(window, j) || logits[i] == removed_logit) continue;
+            // Clamped: a penalty of 1e-45 must not turn a logit into infinity (NaN after softmax).
+            const float l = logits[i] > 0 ? logits[i] / penalty_ : logits[i] * penalty_;
+            logits[i] = std::clamp(l, -std::numeric_limits<float>::max(), std::numeric_limits<float>::max());
         }
     }
 
@@ -156,11 +182,12 @@ public:
     }
     void apply(std::span<float> logits, std::span<const TokenId> history) const {
         if (presence_ == 0 && frequency_ == 0) return;
-        std::unordered_map<TokenId, int> counts;
-        for (const TokenId t : detail::recent(history, window_)) ++counts[t];
-        for (const auto& [t, n] : counts) {
-            const auto i = static_cast<std::size_t>(t);
-            if (i < logits.size()) logits[i] -= presence_ + frequency_ * static_cast<float>(n);
+        const auto window = detail::recent(history, window_);
+        for (std::size_t j = 0; j < window.size(); ++j) {
+            const auto i = static_cast<std::size_t>(window[j]);
+            if (i >= logits.size() || detail::seen_before(window, j)) continue;
+            const auto n = std::count(window.begin() + static_cast<std::ptrdiff_t>(j), window.end(), window[j]);
+            logits[i] -= presence_ + frequency_ * static_cast<float>(n);
         }
     }
 

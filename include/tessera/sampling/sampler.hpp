@@ -10,15 +10,19 @@
 // Penalties come first because they are defined on the raw logits (CTRL, OpenAI); temperature
 // comes before the truncations so that top-p and min-p see the distribution that will be
 // sampled, as in Hugging Face's and llama.cpp's default order.
+#include <algorithm>  // std::any_of
+#include <cmath>    // std::isnan, INFINITY
 #include <cstddef>  // std::size_t
 #include <cstdint>  // std::uint64_t
 #include <limits>   // std::numeric_limits
 #include <optional> // std::optional
 #include <random>   // std::random_device
 #include <span>     // std::span
+#include <string>   // std::to_string
 #include <tuple>    // std::tuple, std::apply
 #include <utility>  // std::move
 
+#include <tessera/core/error.hpp>                // Error
 #include <tessera/sampling/logit_processor.hpp>  // LogitProcessor
 #include <tessera/sampling/processors.hpp>       // the processors
 #include <tessera/sampling/rng.hpp>              // Rng
@@ -33,7 +37,21 @@ public:
         : rng_(rng), selector_(std::move(selector)), processors_(std::move(processors)...) {}
 
     // Processes `logits` in place (they are scratch afterwards) and returns the chosen token.
+    // A NaN or +infinity among the logits (a broken model, an overflow) is an Error: no token
+    // can be drawn honestly from them, and picking one would hide the fault.
     TokenId sample(std::span<float> logits, std::span<const TokenId> history) {
+        // x - x is 0 for finite x and -inf, NaN for NaN and +inf: one vectorised pass finds both.
+        const auto bad = detail::reduce_lanes(logits.data(), logits.size(), 0.0f, [](float a, float l) {
+            return a + (l == removed_logit ? 0.0f : l - l);
+        });
+        const bool any_bad = std::any_of(bad.begin(), bad.end(), [](float a) { return a != 0; });
+        for (std::size_t i = 0; any_bad && i < logits.size(); ++i) {
+            if (std::isnan(logits[i]) || logits[i] == INFINITY) {
+                throw Error(std::string("sampling: the model's logit for token ") + std::to_string(i) + " is " +
+                            (std::isnan(logits[i]) ? "NaN" : "infinite") +
+                            " (corrupt weights or an overflow in the model)");
+            }
+        }
         std::apply([&](const auto&... p) { (p.apply(logits, history), ...); }, processors_);
         return selector_(logits, rng_);
     }

@@ -1,13 +1,14 @@
 #pragma once
 // The last stage of a sampler: pick one token from the processed logits.
 #include <algorithm>  // std::max_element
-#include <cmath>      // std::exp
+#include <vector>     // std::vector
 #include <cstddef>    // std::size_t
 #include <span>       // std::span
 
 #include <tessera/core/error.hpp>                // ArgumentError
 #include <tessera/sampling/logit_processor.hpp>  // TokenId
 #include <tessera/sampling/rng.hpp>              // Rng
+#include <tessera/sampling/weights.hpp>          // exp_weights
 
 namespace tessera {
 
@@ -28,25 +29,25 @@ struct Greedy {
 };
 
 // A draw from softmax(logits) by inverting the cumulative distribution with one uniform
-// number: exact for the distribution, deterministic for a seed.
+// number: exact for the distribution (weights within 2 float ulps), deterministic for a seed.
 struct Multinomial {
     TokenId operator()(std::span<const float> logits, Rng& rng) const {
         detail::require_candidates(logits);
-        const float max = *std::max_element(logits.begin(), logits.end());
-        double total = 0;
-        for (const float l : logits) total += std::exp(static_cast<double>(l) - max);
+        const double total = exp_weights(logits, weights_);
         const double target = rng.uniform() * total;
         double cumulative = 0;
         std::size_t last = 0;
         for (std::size_t i = 0; i < logits.size(); ++i) {
-            const double w = std::exp(static_cast<double>(logits[i]) - max);
-            if (w == 0) continue;
-            cumulative += w;
+            if (weights_[i] == 0) continue;
+            cumulative += weights_[i];
             last = i;
             if (target < cumulative) return static_cast<TokenId>(i);
         }
         return static_cast<TokenId>(last);  // rounding at the very top of the range
     }
+
+private:
+    mutable std::vector<float> weights_;  // scratch: grows once
 };
 
 }  // namespace tessera

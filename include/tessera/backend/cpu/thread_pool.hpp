@@ -5,7 +5,9 @@
 // keeps those rows warm in that core's cache. Dispatch allocates nothing. Between jobs, threads
 // spin briefly before sleeping: a decode step is ~100 back-to-back jobs of ~50 µs, and a
 // futex wake-up per job would cost a good part of that. One job at a time; not reentrant.
-#include <algorithm>  // std::min
+#include <algorithm>  // std::min, std::max
+#include <exception>  // std::exception
+#include <string>     // std::to_string
 #include <atomic>     // std::atomic
 #include <cstddef>    // std::size_t
 #include <cstdint>    // std::uint64_t
@@ -13,24 +15,34 @@
 #include <type_traits>  // std::is_invocable_v
 #include <vector>     // std::vector
 
-#include <tessera/core/error.hpp>  // ArgumentError
+#include <tessera/core/error.hpp>  // ArgumentError, Error
 
 namespace tessera::cpu {
 
 class ThreadPool {
 public:
     // `threads` counts the calling thread: ThreadPool(1) runs everything inline.
+    // More than max_threads() (4 per hardware thread) is refused: past the cores, spinning
+    // workers only take turns, and thousands of threads exhaust memory.
     explicit ThreadPool(unsigned threads) : threads_(threads) {
-        if (threads == 0) throw ArgumentError("ThreadPool: threads must be at least 1");
-        workers_.reserve(threads - 1);
-        // Workers start from generation 0 whenever they get scheduled, so no job is missed.
-        for (unsigned t = 1; t < threads; ++t) workers_.emplace_back([this, t] { work(t, 0); });
+        if (threads == 0 || threads > max_threads()) {
+            throw ArgumentError("threads must be between 1 and " + std::to_string(max_threads()) + " (4 per hardware thread), got " +
+                                std::to_string(threads));
+        }
+        try {
+            workers_.reserve(threads - 1);
+            // Workers start from generation 0 whenever they get scheduled, so no job is missed.
+            for (unsigned t = 1; t < threads; ++t) workers_.emplace_back([this, t] { work(t, 0); });
+        } catch (const std::exception& e) {
+            // The destructor will not run: stop the workers already started, so that their
+            // joins (in workers_'s destructor) return, and say what failed.
+            stop_workers();
+            throw Error("cannot start " + std::to_string(threads) + " threads (" + std::to_string(workers_.size() + 1) +
+                        " started): " + e.what());
+        }
     }
-    ~ThreadPool() {
-        stop_.store(true);
-        generation_.fetch_add(1);
-        generation_.notify_all();
-    }
+    static unsigned max_threads() noexcept { return 4 * std::max(1u, std::thread::hardware_concurrency()); }
+    ~ThreadPool() { stop_workers(); }
     ThreadPool(const ThreadPool&) = delete;
     ThreadPool& operator=(const ThreadPool&) = delete;
 
@@ -81,6 +93,12 @@ public:
     }
 
 private:
+    void stop_workers() noexcept {
+        stop_.store(true);
+        generation_.fetch_add(1);
+        generation_.notify_all();
+    }
+
     // Polls `done` for a while (about 50 µs) before the caller falls back to a blocking wait.
     template <class Done>
     static void spin_until(Done done) {

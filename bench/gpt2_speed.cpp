@@ -48,9 +48,10 @@ int main(int argc, char** argv) {
     tessera::Cpu cpu(threads);
     // The run-time-shaped model, and for the 124M shape also GPT2<GPT2Small, Cpu>, measured in
     // the same rounds, interleaved, so that their ratio is free of the machine's drift.
+    const tessera::GPT2Shape shape = tessera::HfGpt2Config::read(std::string(model_dir) + "/config.json").shape;
     std::vector<std::unique_ptr<tessera::LanguageModel>> models;
     models.push_back(tessera::open_gpt2(cpu, model_dir));
-    if (tessera::GPT2Small::shape() == tessera::HfGpt2Config::read(std::string(model_dir) + "/config.json").shape) {
+    if (tessera::GPT2Small::shape() == shape) {
         models.push_back(tessera::open_gpt2<tessera::GPT2Small>(cpu, model_dir));
     }
     struct Timing {
@@ -84,7 +85,7 @@ int main(int argc, char** argv) {
     }
     meter.sample(samples);
 
-    const tessera::bench::Gpt2Traffic traffic(tessera::HfGpt2Config::read(std::string(model_dir) + "/config.json").shape);
+    const tessera::bench::Gpt2Traffic traffic(shape);
     const double step_bytes = traffic.decode_step_bytes(static_cast<double>(tg));
     const double all_weight_bytes = traffic.resident_weight_bytes();
     const double kv_cache_bytes = traffic.kv_cache_bytes();

@@ -14,14 +14,14 @@
 // any checkpoint); both are the same templates over the same kernels.
 #include <cstddef>     // std::size_t
 #include <optional>    // std::optional
-#include <string>      // std::string
 #include <span>        // std::span
-#include <string>      // std::to_string
+#include <string>      // std::string, std::to_string
 #include <vector>      // std::vector
 
 #include <tessera/backend/backend.hpp>        // RunsGraphs
 #include <tessera/core/error.hpp>             // ArgumentError
 #include <tessera/core/tensor.hpp>            // Tensor
+#include <tessera/core/token_id.hpp>          // TokenId
 #include <tessera/io/safetensors.hpp>         // SafetensorsFile
 #include <tessera/models/gpt2_config.hpp>     // GPT2Config
 #include <tessera/nn/decoder_block.hpp>       // DecoderBlock, BlockScratch
@@ -30,7 +30,6 @@
 #include <tessera/nn/parameter.hpp>           // WeightSource
 #include <tessera/nn/positions.hpp>           // LearnedPositions, SinusoidalPositions
 #include <tessera/ops/matrix_products.hpp>    // gemm, gemv
-#include <tessera/core/token_id.hpp>         // TokenId
 
 namespace tessera {
 

@@ -101,8 +101,8 @@ inline void keep_top_mass(std::span<float> logits, std::span<const float> weight
     const auto live = detail::reduce_lanes(w, n, 0.0f, [](float a, float v) { return a + (v > 0 ? 1.0f : 0.0f); });
     float live_count = 0;
     for (const float c : live) live_count += c;
-    bool first = live_count > static_cast<float>(n / 16);
-    if (!first) {
+    bool over_all_tokens = live_count > static_cast<float>(n / 16);
+    if (!over_all_tokens) {
         s.ids.clear();
         for (std::size_t i = 0; i < n; ++i)
             if (w[i] > 0) s.ids.push_back(static_cast<std::uint32_t>(i));
@@ -111,7 +111,7 @@ inline void keep_top_mass(std::span<float> logits, std::span<const float> weight
         const auto bucket = [&](std::size_t i) { return (key(i) >> level.shift) & (level.buckets - 1); };
         s.bucket_mass.assign(2 * level.buckets, 0.0);
         double* mass = s.bucket_mass.data();
-        if (first) {  // two interleaved histograms: neighbours often share a bucket, halve that chain
+        if (over_all_tokens) {  // two interleaved histograms: neighbours often share a bucket, halve that chain
             std::size_t i = 0;
             for (; i + 2 <= n; i += 2) {
                 mass[bucket(i)] += w[i];
@@ -122,7 +122,7 @@ inline void keep_top_mass(std::span<float> logits, std::span<const float> weight
             for (const std::uint32_t id : s.ids) mass[bucket(id)] += w[id];
         }
         for (std::uint32_t b = 0; b < level.buckets; ++b) mass[b] += mass[level.buckets + b];
-        if (first) mass[0] = 0.0;  // weight 0 (a removed token) is never kept
+        if (over_all_tokens) mass[0] = 0.0;  // weight 0 (a removed token) is never kept
         std::uint32_t b = level.buckets - 1, lowest_used = b;
         for (;; --b) {
             if (mass[b] > 0) {
@@ -137,14 +137,14 @@ inline void keep_top_mass(std::span<float> logits, std::span<const float> weight
             }
         }
         boundary |= b << level.shift;
-        if (first) {
+        if (over_all_tokens) {
             s.ids.clear();
             for (std::size_t i = 0; i < n; ++i)
                 if (bucket(i) == b && w[i] > 0) s.ids.push_back(static_cast<std::uint32_t>(i));
         } else {
             std::erase_if(s.ids, [&](std::uint32_t id) { return bucket(id) != b; });
         }
-        first = false;
+        over_all_tokens = false;  // the next levels refine the boundary bucket's ids
     }
     // s.ids: the tokens whose weight is exactly the boundary's, in id order; the lowest ids
     // among them are kept until the target is reached (at least one).

@@ -5,17 +5,20 @@
 //
 // Streams the text to stdout (never splitting a UTF-8 character or showing part of a stop
 // string), prints a timing summary to stderr. Exit codes: 0 success, 1 bad input (model
-// directory, prompt), 2 bad flags or flag values.
+// directory, prompt, a failed write), 2 bad flags or flag values.
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
-#include <iterator>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "command_line.hpp"
 
 #include <tessera/generation/generator.hpp>
 #include <tessera/models/open_gpt2_on.hpp>
@@ -44,28 +47,37 @@ int main(int argc, char** argv) {
     unsigned threads = tessera::Cpu::default_threads();
     bool no_stream = false, json = false, verbose = false, allow_special = false;
     std::optional<std::uint64_t> seed;
+    using tessera::cli::Bound, tessera::cli::real_number, tessera::cli::whole_number;
+    constexpr long most = 1'000'000'000;  // counts beyond this are typing errors, not requests
     app.add_option("--model", model_dir, "model directory: config.json, model.safetensors, vocab.json, merges.txt");
     app.add_option("-p,--prompt", prompt, "the prompt (otherwise standard input)");
-    app.add_option("--max-new-tokens,-n", generation.max_new_tokens, "tokens to generate at most");
-    app.add_option("--temperature", sampling.temperature, "0 = greedy")->check(CLI::NonNegativeNumber);
-    app.add_option("--top-k", sampling.top_k, "keep the k most likely tokens (0 = off)")->check(CLI::NonNegativeNumber);
+    app.add_option("--max-new-tokens,-n", generation.max_new_tokens, "tokens to generate at most")
+        ->check(whole_number<std::size_t>(0, most));
+    app.add_option("--temperature", sampling.temperature, "0 = greedy")->check(real_number(0, Bound::closed));
+    app.add_option("--top-k", sampling.top_k, "keep the k most likely tokens (0 = off)")->check(whole_number(0L, most));
     app.add_option("--top-p", sampling.top_p, "nucleus: smallest set with probability >= p (1 = off)")
-        ->check(CLI::Range(0.0, 1.0) & !CLI::IsMember({0.0}));
-    app.add_option("--min-p", sampling.min_p, "keep tokens with p >= min_p * p_max (0 = off)")->check(CLI::Range(0.0, 1.0));
+        ->check(real_number(0, Bound::open, 1, Bound::closed));
+    app.add_option("--min-p", sampling.min_p, "keep tokens with p >= min_p * p_max (0 = off)")
+        ->check(real_number(0, Bound::closed, 1, Bound::closed));
     app.add_option("--repetition-penalty", sampling.repetition_penalty, "CTRL rule, > 0 (1 = off)")
-        ->check(CLI::PositiveNumber);
-    app.add_option("--repeat-last-n", sampling.repeat_last_n, "tokens the penalties look back over");
-    app.add_option("--presence-penalty", sampling.presence_penalty, "OpenAI rule, [-2, 2]")->check(CLI::Range(-2.0, 2.0));
-    app.add_option("--frequency-penalty", sampling.frequency_penalty, "OpenAI rule, [-2, 2]")->check(CLI::Range(-2.0, 2.0));
+        ->check(real_number(0, Bound::open));
+    app.add_option("--repeat-last-n", sampling.repeat_last_n, "tokens the penalties look back over")
+        ->check(whole_number<std::size_t>(0, most));
+    app.add_option("--presence-penalty", sampling.presence_penalty, "OpenAI rule, [-2, 2]")
+        ->check(real_number(-2, Bound::closed, 2, Bound::closed));
+    app.add_option("--frequency-penalty", sampling.frequency_penalty, "OpenAI rule, [-2, 2]")
+        ->check(real_number(-2, Bound::closed, 2, Bound::closed));
     app.add_option("--no-repeat-ngram", sampling.no_repeat_ngram, "ban repeating n-grams of this size (0 = off)")
-        ->check(CLI::NonNegativeNumber);
-    app.add_option("--seed", seed, "random seed (default: random, reported)");
-    app.add_option("--stop", generation.stop, "stop string (repeatable); not included in the output");
+        ->check(whole_number(0L, most));
+    app.add_option("--seed", seed, "random seed (default: random, reported)")
+        ->check(whole_number<std::uint64_t>(0, std::numeric_limits<std::uint64_t>::max()));
+    app.add_option("--stop", generation.stop, "stop string (repeatable, valid UTF-8); not included in the output");
     app.add_flag("--ignore-eos", generation.ignore_eos, "keep generating after the end-of-text token");
     app.add_flag("--context-shift", generation.context_shift, "when the context is full, drop its older half and go on");
     app.add_flag("--truncate", generation.truncate_prompt, "drop the oldest prompt tokens if the prompt does not fit");
     app.add_flag("--allow-special", allow_special, "read <|endoftext|> in the prompt as the special token");
-    app.add_option("--threads", threads, "CPU threads (cpu backend)")->check(CLI::PositiveNumber);
+    app.add_option("--threads", threads, "CPU threads (cpu backend)")
+        ->check(whole_number(1U, std::numeric_limits<unsigned>::max()));
     app.add_option("--backend", backend, "cpu or cuda (GPT-2 on the GPU: needs a CUDA build and device)")->check(CLI::IsMember({"cpu", "cuda"}));
     app.add_flag("--no-stream", no_stream, "print the text once at the end");
     app.add_flag("--json", json, "print one JSON object with the whole result (implies --no-stream)");
@@ -74,6 +86,7 @@ int main(int argc, char** argv) {
         app.parse(argc, argv);
         sampling.seed = seed;
         (void)tessera::make_sampler(sampling);  // validates every sampling parameter
+        (void)tessera::StopStrings(generation.stop);
     } catch (const CLI::ParseError& e) {
         const int rc = app.exit(e);
         return rc == 0 ? 0 : 2;
@@ -84,7 +97,7 @@ int main(int argc, char** argv) {
     generation.prompt_special_tokens = allow_special ? tessera::SpecialTokens::allowed : tessera::SpecialTokens::as_text;
     try {
         require_model_files(model_dir);
-        const std::string text = prompt ? *prompt : std::string(std::istreambuf_iterator<char>(std::cin), {});
+        const std::string text = prompt ? *prompt : tessera::cli::read_input("-");
         const auto tokenizer = tessera::BpeTokenizer::from_directory(model_dir);
         auto sampler = tessera::make_sampler(sampling);
         const auto model = tessera::open_gpt2_on(backend, model_dir, threads);
@@ -95,11 +108,9 @@ int main(int argc, char** argv) {
         }
         tessera::Generator generator(*model, tokenizer, sampler);
         const bool stream = !no_stream && !json;
+        tessera::cli::Output out;  // a failed write (full disk, reader gone) stops generating
         const auto c = generator.generate(text, generation, [&](std::string_view piece) {
-            if (stream) {
-                std::fwrite(piece.data(), 1, piece.size(), stdout);
-                std::fflush(stdout);
-            }
+            if (stream) out.write(piece);
         });
         if (json) {
             nlohmann::json j = {{"text", c.text},
@@ -118,11 +129,11 @@ int main(int argc, char** argv) {
                                 {"end_to_end_tokens_per_second", c.end_to_end_tokens_per_second()},
                                 {"seed", c.seed},
                                 {"backend", backend}};
-            std::cout << j.dump() << '\n';
+            out.write(j.dump() + '\n');
         } else {
-            if (!stream) std::fwrite(c.text.data(), 1, c.text.size(), stdout);
-            std::fputc('\n', stdout);
+            out.write(stream ? "\n" : c.text + '\n');
         }
+        out.finish();
         std::fprintf(stderr,
                      "prompt: %zu tokens, %.1f tokens/s%s | generated: %zu tokens, %.1f tokens/s end to end "
                      "(model %.1f tokens/s, sampling %.2f ms/token) | stop: %s | seed: %llu\n",

@@ -4,17 +4,21 @@
 //   perplexity --model DIR --tokens-file F    (whitespace-separated token ids)
 //   [--stride S] [--threads N] [--dump-logits OUT]
 //
-// Exit codes: 0 success, 1 bad input (files, model, tokens), 2 bad flags.
+// Exit codes: 0 success, 1 bad input (files, model, tokens) or a failed write, 2 bad flags.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
+#include <charconv>
+#include <cstdint>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
-#include <iterator>
+#include <limits>
 #include <optional>
-#include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include "command_line.hpp"
 
 #include <tessera/models/open_gpt2_on.hpp>
 #include <tessera/models/perplexity.hpp>
@@ -22,24 +26,23 @@
 
 namespace {
 
-std::string read_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw tessera::ArgumentError("cannot open " + path);
-    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
+// Whitespace-separated token ids, each a whole number that fits a TokenId ("4294967299" is
+// refused, not wrapped to 3).
 std::vector<tessera::TokenId> read_token_ids(const std::string& path) {
-    std::istringstream in(read_file(path));
+    const std::string text = tessera::cli::read_input(path);
     std::vector<tessera::TokenId> ids;
-    for (std::string word; in >> word;) {
-        std::size_t used = 0;
-        long value = -1;
-        try {
-            value = std::stol(word, &used);
-        } catch (const std::exception&) {
+    constexpr auto most = static_cast<std::uint64_t>(std::numeric_limits<tessera::TokenId>::max());
+    for (std::size_t i = text.find_first_not_of(" \t\r\n"); i != std::string::npos; i = text.find_first_not_of(" \t\r\n", i)) {
+        const std::size_t end = std::min(text.find_first_of(" \t\r\n", i), text.size());
+        const std::string_view word(text.data() + i, end - i);
+        std::uint64_t value = 0;
+        const auto [stop, ec] = std::from_chars(word.data(), word.data() + word.size(), value);
+        if (ec != std::errc{} || stop != word.data() + word.size() || value > most) {
+            throw tessera::ArgumentError(path + ": '" + std::string(word) + "' (token " + std::to_string(ids.size()) +
+                                         ") is not a token id");
         }
-        if (used != word.size() || value < 0) throw tessera::ArgumentError(path + ": '" + word + "' is not a token id");
         ids.push_back(static_cast<tessera::TokenId>(value));
+        i = end;
     }
     return ids;
 }
@@ -50,13 +53,16 @@ int main(int argc, char** argv) {
     CLI::App app{"Perplexity of a text under a GPT-2 checkpoint (Hugging Face layout)"};
     std::string model_dir, text_file, tokens_file, dump_logits, backend = "cpu";
     std::size_t stride = 0;
+    using tessera::cli::whole_number;
     unsigned threads = tessera::Cpu::default_threads();
     app.add_option("--model", model_dir, "model directory: config.json, model.safetensors (+ vocab.json, merges.txt)")
         ->required();
     auto* text_opt = app.add_option("--text-file", text_file, "UTF-8 text, tokenized with the model's tokenizer");
     auto* ids_opt = app.add_option("--tokens-file", tokens_file, "whitespace-separated token ids")->excludes(text_opt);
-    app.add_option("--stride", stride, "window step for texts longer than n_ctx (default n_ctx / 2)");
-    app.add_option("--threads", threads, "CPU threads (cpu backend)")->check(CLI::PositiveNumber);
+    app.add_option("--stride", stride, "window step for texts longer than n_ctx (default n_ctx / 2)")
+        ->check(whole_number<std::size_t>(1, std::numeric_limits<std::uint32_t>::max()));
+    app.add_option("--threads", threads, "CPU threads (cpu backend)")
+        ->check(whole_number(1U, std::numeric_limits<unsigned>::max()));
     app.add_option("--backend", backend, "cpu or cuda (GPT-2 on the GPU: needs a CUDA build and device)")
         ->check(CLI::IsMember({"cpu", "cuda"}));
     app.add_option("--dump-logits", dump_logits,
@@ -74,25 +80,28 @@ int main(int argc, char** argv) {
         std::vector<tessera::TokenId> tokens;
         if (!text_file.empty()) {
             tokenizer = tessera::BpeTokenizer::from_directory(model_dir);
-            tokens = tokenizer->encode(read_file(text_file));
+            tokens = tokenizer->encode(tessera::cli::read_input(text_file));
         } else {
             tokens = read_token_ids(tokens_file);
         }
-        std::ofstream dump;
-        if (!dump_logits.empty()) {
-            dump.open(dump_logits, std::ios::binary);
-            if (!dump) throw tessera::ArgumentError("cannot write " + dump_logits);
-        }
+        std::optional<tessera::cli::Output> dump;
+        if (!dump_logits.empty()) dump.emplace(dump_logits);
         const auto model = tessera::open_gpt2_on(backend, model_dir, threads);
         if (tokenizer) tokenizer->check_vocab_size(model->vocabulary_size());  // ids must mean the same tokens
         const std::size_t s = stride ? stride : model->context_length() / 2;
         const auto r = tessera::evaluate_perplexity(*model, tokens, s, [&](std::size_t, std::span<const float> logits) {
-            if (dump) dump.write(reinterpret_cast<const char*>(logits.data()), static_cast<std::streamsize>(logits.size_bytes()));
+            if (dump) dump->append({reinterpret_cast<const char*>(logits.data()), logits.size_bytes()});
         });
-        std::printf("model: %s\ntokens: %zu, predicted: %zu, windows: %zu (n_ctx %zu, stride %zu)\n",
-                    model->description().c_str(), r.tokens, r.predicted, r.windows, model->context_length(), s);
-        std::printf("mean negative log-likelihood: %.6f nats\nperplexity: %.4f\n", r.mean_nll(), r.perplexity());
-        if (dump && !dump.flush()) throw tessera::ArgumentError("writing " + dump_logits + " failed");
+        if (dump) dump->finish();
+        char report[1024];
+        std::snprintf(report, sizeof report,
+                      "model: %s\ntokens: %zu, predicted: %zu, windows: %zu (n_ctx %zu, stride %zu)\n"
+                      "mean negative log-likelihood: %.6f nats\nperplexity: %.4f\n",
+                      model->description().c_str(), r.tokens, r.predicted, r.windows, model->context_length(), s,
+                      r.mean_nll(), r.perplexity());
+        tessera::cli::Output out;
+        out.write(report);
+        out.finish();
     } catch (const std::exception& e) {
         std::cerr << "perplexity: " << e.what() << '\n';
         return 1;

@@ -6,27 +6,40 @@
 //   echo "[15496,995]" | tokenize --model DIR --decode          -> Hello world
 //   tokenize --model DIR --decode --jsonl < ids.jsonl           -> one JSON string per line
 //
-// Exit codes: 0 success, 1 bad input (files, text, ids), 2 bad flags.
+// Exit codes: 0 success, 1 bad input (files, text, ids) or a failed write, 2 bad flags.
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include <cstdio>
+#include <cstdint>
 #include <iostream>
-#include <iterator>
+#include <limits>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include "command_line.hpp"
 
 #include <tessera/text/bpe_tokenizer.hpp>
 
 namespace {
 
-std::string read_all(std::istream& in) { return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()}; }
-
+// A JSON array of token ids: each a non-negative integer that fits a TokenId, written as one
+// (15496.9, true, "7" and 4294982792 are refused, not rounded, converted or wrapped).
 std::vector<tessera::TokenId> parse_ids(const std::string& json_text) {
     const auto j = nlohmann::json::parse(json_text);
     if (!j.is_array()) throw tessera::ArgumentError("--decode expects a JSON array of token ids");
-    return j.get<std::vector<tessera::TokenId>>();
+    std::vector<tessera::TokenId> ids;
+    ids.reserve(j.size());
+    for (std::size_t i = 0; i < j.size(); ++i) {
+        const auto& v = j[i];
+        constexpr auto most = static_cast<std::uint64_t>(std::numeric_limits<tessera::TokenId>::max());
+        if (!v.is_number_unsigned() || v.get<std::uint64_t>() > most) {  // JSON parses 0, 1, ... as unsigned
+            throw tessera::ArgumentError("--decode: element " + std::to_string(i) + " (" + v.dump() + ") is not a token id");
+        }
+        ids.push_back(static_cast<tessera::TokenId>(v.get<std::uint64_t>()));
+    }
+    return ids;
 }
 
 }  // namespace
@@ -59,30 +72,34 @@ int main(int argc, char** argv) {
         const auto tokenizer = model_dir.empty() ? tessera::BpeTokenizer::from_files(vocab, merges)
                                                  : tessera::BpeTokenizer::from_directory(model_dir);
         const auto special = allow_special ? tessera::SpecialTokens::allowed : tessera::SpecialTokens::as_text;
+        const std::string input = text ? *text : tessera::cli::read_input("-");
+        tessera::cli::Output out;
         if (jsonl) {
             std::size_t line_no = 0;
-            for (std::string line; std::getline(std::cin, line);) {
+            for (std::string_view rest = input; !rest.empty();) {
+                const std::size_t eol = rest.find('\n');
+                const std::string line(rest.substr(0, eol));
+                rest = eol == std::string_view::npos ? std::string_view{} : rest.substr(eol + 1);
                 ++line_no;
                 if (line.empty()) continue;
                 try {
                     if (decode) {
-                        std::cout << nlohmann::json(tokenizer.decode(parse_ids(line))).dump() << '\n';
+                        out.append(nlohmann::json(tokenizer.decode(parse_ids(line))).dump() + '\n');
                     } else {
-                        std::cout << nlohmann::json(tokenizer.encode(nlohmann::json::parse(line).get<std::string>(), special))
-                                  << '\n';
+                        const auto j = nlohmann::json::parse(line);
+                        if (!j.is_string()) throw tessera::ArgumentError("expected a JSON string");
+                        out.append(nlohmann::json(tokenizer.encode(j.get<std::string>(), special)).dump() + '\n');
                     }
                 } catch (const std::exception& e) {
                     throw tessera::ArgumentError("line " + std::to_string(line_no) + ": " + e.what());
                 }
             }
-            return 0;
-        }
-        const std::string input = text ? *text : read_all(std::cin);
-        if (decode) {
-            std::cout << tokenizer.decode(parse_ids(input));
+        } else if (decode) {
+            out.append(tokenizer.decode(parse_ids(input)));
         } else {
-            std::cout << nlohmann::json(tokenizer.encode(input, special)).dump() << '\n';
+            out.append(nlohmann::json(tokenizer.encode(input, special)).dump() + '\n');
         }
+        out.finish();
     } catch (const std::exception& e) {
         std::cerr << "tokenize: " << e.what() << '\n';
         return 1;

@@ -111,6 +111,16 @@ TEST_CASE("A stop string spanning tokens ends the text without being shown", "[g
     for (const auto& piece : r.pieces) CHECK(piece.find('w') == std::string::npos);  // no partial stop string
 }
 
+TEST_CASE("A stop string that is not valid UTF-8 is refused before generating", "[generation]") {
+    ScriptedModel model{ids(" caf\u00e9")};
+    GenerationOptions options;
+    options.stop = {"ok", "\xbe\x8d"};  // continuation bytes: would match inside a character
+    CHECK_THROWS_WITH(run(model, "x", options), Catch::Contains("is not valid UTF-8 (at byte 0)"));
+    CHECK(model.prefills == 0);
+    options.stop = {"\xc3"};  // a truncated character
+    CHECK_THROWS_AS(run(model, "x", options), ArgumentError);
+}
+
 TEST_CASE("A prefix of a stop string is held back, then released when it does not complete", "[generation]") {
     ScriptedModel model{ids(" world wide")};
     GenerationOptions options;

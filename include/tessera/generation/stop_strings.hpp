@@ -2,14 +2,18 @@
 // StopStrings: finds stop strings in text that grows piece by piece, and says how much of it is
 // safe to show: everything except a tail that could still become the start of a stop string.
 // So streamed pieces never contain a stop string, nor part of one that later completes.
+// Stop strings must be valid UTF-8: then a match, and a held-back tail, always begin on a
+// character boundary of the (valid) generated text, so no character is ever split.
 #include <algorithm>    // std::max, std::min
 #include <cstddef>      // std::size_t
 #include <optional>     // std::optional
 #include <string>       // std::string
 #include <string_view>  // std::string_view
+#include <utility>      // std::move
 #include <vector>       // std::vector
 
 #include <tessera/core/error.hpp>  // ArgumentError
+#include <tessera/text/utf8.hpp>   // first_invalid, sanitize
 
 namespace tessera {
 
@@ -18,6 +22,10 @@ public:
     explicit StopStrings(std::vector<std::string> stops) : stops_(std::move(stops)) {
         for (const auto& s : stops_) {
             if (s.empty()) throw ArgumentError("stop strings must not be empty");
+            if (const std::size_t bad = utf8::first_invalid(s); bad != s.size()) {
+                throw ArgumentError("stop string \"" + utf8::sanitize(s) + "\" is not valid UTF-8 (at byte " +
+                                    std::to_string(bad) + ")");
+            }
             longest_ = std::max(longest_, s.size());
         }
     }

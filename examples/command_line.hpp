@@ -1,0 +1,147 @@
+#pragma once
+// What the example programs share about the command line: strict number flags with plain
+// messages, inputs read whole with errors that name them, and outputs whose write errors stop
+// the program (a full disk, a closed pipe) instead of passing silently.
+#include <CLI/CLI.hpp>
+
+#include <fcntl.h>   // open
+#include <unistd.h>  // read, close, STDIN_FILENO
+
+#include <cerrno>       // errno
+#include <charconv>     // std::from_chars
+#include <cmath>        // std::isfinite, std::isinf, INFINITY
+#include <concepts>     // std::integral
+#include <cstdio>       // std::FILE, std::fwrite, std::fflush, std::ferror
+#include <cstring>      // std::strerror
+#include <string>       // std::string, std::to_string
+#include <string_view>  // std::string_view
+#include <utility>      // std::exchange
+
+#include <tessera/core/error.hpp>  // Error
+
+namespace tessera::cli {
+
+// A whole number in [lo, hi], written in decimal digits only: no sign for unsigned types, no
+// fraction, no exponent, no wrap-around ("-1" is not SIZE_MAX, "4294967299" is not 3).
+template <std::integral T>
+CLI::Validator whole_number(T lo, T hi) {
+    const std::string range = "a whole number from " + std::to_string(lo) + " to " + std::to_string(hi);
+    return CLI::Validator(
+        [lo, hi, range](std::string& text) -> std::string {
+            T value{};
+            const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+            const bool digits_only = !text.empty() && (text[0] != '+') && (std::is_signed_v<T> || text[0] != '-');
+            if (!digits_only || ec != std::errc{} || end != text.data() + text.size() || value < lo || value > hi) {
+                return "must be " + range + ", got '" + text + "'";
+            }
+            return {};
+        },
+        range);
+}
+
+
+// How a bound of real_number() treats its end point.
+enum class Bound { closed, open };
+
+// A finite real number between lo and hi, each end closed or open; hi = infinity leaves it
+// unbounded above. "nan", "inf", hexadecimal and trailing text are refused.
+inline CLI::Validator real_number(double lo, Bound lo_bound, double hi = INFINITY, Bound hi_bound = Bound::open) {
+    const auto fmt = [](double v) {
+        std::string s = std::to_string(v);
+        s.erase(s.find_last_not_of('0') + 1);
+        if (s.back() == '.') s.pop_back();
+        return s;
+    };
+    const std::string range =
+        std::isinf(hi) ? "a finite number " + std::string(lo_bound == Bound::closed ? ">= " : "> ") + fmt(lo)
+                       : "a number in " + std::string(lo_bound == Bound::closed ? "[" : "(") + fmt(lo) + ", " + fmt(hi) +
+                             (hi_bound == Bound::closed ? "]" : ")");
+    return CLI::Validator(
+        [=](std::string& text) -> std::string {
+            double value = 0;
+            const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value, std::chars_format::general);
+            const bool ok = !text.empty() && ec == std::errc{} && end == text.data() + text.size() && std::isfinite(value) &&
+                            (lo_bound == Bound::closed ? value >= lo : value > lo) &&
+                            (hi_bound == Bound::closed ? value <= hi : value < hi);
+            return ok ? std::string{} : "must be " + range + ", got '" + text + "'";
+        },
+        range);
+}
+
+// The whole of a file, or of standard input when `path` is "-". Pipes and process
+// substitutions work; a directory, a read error or more than `max_bytes` is an Error naming
+// the input.
+inline std::string read_input(const std::string& path, std::size_t max_bytes = std::size_t{1} << 30) {
+    const bool is_stdin = path == "-";
+    const std::string name = is_stdin ? "standard input" : path;
+    const int fd = is_stdin ? STDIN_FILENO : ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) throw Error("cannot open " + name + ": " + std::strerror(errno));
+    struct Closer {
+        int fd;
+        bool owned;
+        ~Closer() {
+            if (owned) ::close(fd);
+        }
+    } closer{fd, !is_stdin};
+    std::string text;
+    char buffer[1 << 16];
+    for (;;) {
+        const ::ssize_t n = ::read(fd, buffer, sizeof buffer);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) throw Error("cannot read " + name + ": " + std::strerror(errno));
+        if (n == 0) return text;
+        if (text.size() + static_cast<std::size_t>(n) > max_bytes) {
+            throw Error(name + " is longer than the " + std::to_string(max_bytes) + " bytes an input may have");
+        }
+        text.append(buffer, static_cast<std::size_t>(n));
+    }
+}
+
+// An output stream whose failures are errors naming it: a full disk, a closed or broken pipe
+// (with SIGPIPE ignored). A generator writing through it stops at the first failed piece.
+class Output {
+public:
+    // Standard output, named so in errors.
+    Output() : file_(stdout), name_("standard output"), owned_(false) {}
+    // A file, created or truncated now.
+    explicit Output(const std::string& path) : file_(std::fopen(path.c_str(), "wb")), name_(path), owned_(true) {
+        if (!file_) throw Error("cannot write to " + path + ": " + std::strerror(errno));
+    }
+    Output(const Output&) = delete;
+    Output& operator=(const Output&) = delete;
+    ~Output() {
+        if (owned_ && file_) std::fclose(file_);
+    }
+
+    // Writes and flushes, so that the reader sees each piece as it comes.
+    void write(std::string_view bytes) {
+        append(bytes);
+        flush();
+    }
+    void flush() {
+        if (std::fflush(file_) != 0 || std::ferror(file_)) fail();
+    }
+    // Writes without flushing (bulk data); finish() reports a failure that happened here.
+    void append(std::string_view bytes) {
+        if (std::fwrite(bytes.data(), 1, bytes.size(), file_) != bytes.size()) fail();
+    }
+    // Flushes (and closes a file this Output opened): the last buffered bytes' failure is an error.
+    void finish() {
+        flush();
+        if (owned_) {
+            std::FILE* f = std::exchange(file_, nullptr);
+            if (std::fclose(f) != 0) fail();
+        }
+    }
+
+private:
+    [[noreturn]] void fail() const {
+        throw Error("cannot write to " + name_ + (errno ? std::string(": ") + std::strerror(errno) : std::string{}));
+    }
+
+    std::FILE* file_;
+    std::string name_;
+    bool owned_;
+};
+
+}  // namespace tessera::cli

@@ -1,16 +1,13 @@
 // ThreadPool: every index visited exactly once, ranges honour the grain, thread ids unique.
 #include <catch2/catch.hpp>
 #include <atomic>
-#include <fstream>
 #include <string>
 #include <vector>
 
-#include <sys/resource.h>  // setrlimit
-#include <sys/wait.h>      // waitpid
-#include <unistd.h>        // fork, alarm, _exit
-
 #include <tessera/backend/cpu/thread_pool.hpp>
 #include <tessera/core/error.hpp>
+
+#include "child_process.hpp"
 
 using tessera::cpu::ThreadPool;
 
@@ -54,30 +51,15 @@ TEST_CASE("Thread counts beyond the machine's bound are refused by name", "[thre
 
 // When a worker cannot be created (here: the address space is capped so that thread stacks
 // run out), the constructor throws and the workers already started are stopped and joined,
-// instead of the process hanging in their joins. Runs in a child process (the cap is for it
-// alone), which an alarm ends if it hangs.
+// instead of the process hanging in their joins.
 TEST_CASE("A pool whose threads cannot all start throws instead of hanging", "[thread_pool]") {
-    const pid_t child = ::fork();
-    REQUIRE(child >= 0);
-    if (child == 0) {
-        ::alarm(20);
-        std::ifstream status("/proc/self/status");
-        std::size_t vm_kb = 0;
-        for (std::string line; std::getline(status, line);)
-            if (line.rfind("VmSize:", 0) == 0) vm_kb = std::stoul(line.substr(7));
-        const rlimit cap{(vm_kb + 12 * 1024) * 1024, (vm_kb + 12 * 1024) * 1024};  // room for about one 8 MB stack
-        ::setrlimit(RLIMIT_AS, &cap);
+    const int code = tessera::test::exit_code_with_address_space_headroom(12 << 20, 20, [] {  // about one 8 MB stack
         try {
             ThreadPool pool(ThreadPool::max_threads());
         } catch (const tessera::Error& e) {
-            ::_exit(std::string(e.what()).find("cannot start") != std::string::npos ? 0 : 2);
-        } catch (...) {
-            ::_exit(3);
+            return std::string(e.what()).find("cannot start") != std::string::npos ? 0 : 2;
         }
-        ::_exit(4);  // every thread started: the cap did not bite
-    }
-    int status = 0;
-    REQUIRE(::waitpid(child, &status, 0) == child);
-    REQUIRE(WIFEXITED(status));  // not killed by the alarm (a hang) or a crash
-    CHECK(WEXITSTATUS(status) == 0);
+        return 4;  // every thread started: the cap did not bite
+    });
+    CHECK(code == 0);  // -1: killed by the alarm (a hang) or a crash
 }

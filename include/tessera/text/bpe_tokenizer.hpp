@@ -4,21 +4,19 @@
 //
 //   text --pretokenize--> pieces --bytes as byte-level symbols--> BPE merges by rank --> ids
 //
-// BPE merges the lowest-ranked adjacent pair first, leftmost first among equals: a heap of
-// candidate pairs over a linked list of symbols, O(n log n) per piece, so a million-character
-// piece takes a moment rather than the reference algorithm's quadratic time (same result: a
-// pair containing a token can only rank after the merge that made that token).
+// BPE merges the lowest-ranked adjacent pair first, leftmost first among equals: an indexed
+// heap of candidate pairs over a linked list of symbols, O(n log n) time and 24 bytes per byte
+// of a piece, so a million-character piece takes a moment rather than the reference
+// algorithm's quadratic time (same result: a pair containing a token can only rank after the
+// merge that made that token).
 //
 // Invalid UTF-8 in the text is an error naming its byte offset (TokenizerError); the ids of
 // raw bytes are never guessed.
-#include <algorithm>      // std::push_heap, std::pop_heap
 #include <cstdint>        // std::int32_t, std::uint64_t
 #include <filesystem>     // std::filesystem::path
-#include <fstream>        // std::ifstream
-#include <functional>     // std::greater
+#include <limits>         // std::numeric_limits
 #include <optional>       // std::optional
 #include <span>           // std::span
-#include <sstream>        // std::ostringstream
 #include <string>         // std::string
 #include <string_view>    // std::string_view
 #include <unordered_map>  // std::unordered_map
@@ -28,6 +26,7 @@
 
 #include <tessera/core/error.hpp>         // FormatError, TokenizerError
 #include <tessera/core/token_id.hpp>      // TokenId
+#include <tessera/io/read_only_file.hpp>  // read_whole_file
 #include <tessera/text/byte_level.hpp>    // byte_to_char
 #include <tessera/text/pretokenizer.hpp>  // pretokenize
 #include <tessera/text/utf8.hpp>          // append, decode_one, sanitize
@@ -128,13 +127,10 @@ private:
         return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(a)) << 32) | static_cast<std::uint32_t>(b);
     }
 
-    static std::string read_file(const std::filesystem::path& path) {
-        std::ifstream in(path, std::ios::binary);
-        if (!in) throw FormatError("cannot open tokenizer file " + path.string());
-        std::ostringstream s;
-        s << in.rdbuf();
-        return s.str();
-    }
+    // GPT-2's vocab.json is 1 MB and merges.txt 0.5 MB; vocabularies of 250,000 tokens stay
+    // under 20 MB. Anything larger (or a device such as /dev/zero) is not a tokenizer file.
+    static constexpr std::size_t max_file_bytes = std::size_t{64} << 20;
+    static std::string read_file(const std::filesystem::path& path) { return io::read_whole_file(path, max_file_bytes); }
 
     void load_vocab(std::string_view text, const std::string& name) {
         nlohmann::json vocab;
@@ -217,62 +213,120 @@ private:
             }
             const std::size_t before = ids.size();
             merge(piece, ids);
-            cache.emplace(piece, std::vector<TokenId>(ids.begin() + static_cast<std::ptrdiff_t>(before), ids.end()));
+            // Words repeat; long pieces hardly ever do, and copying them would double their cost.
+            if (piece.size() <= 256) cache.emplace(piece, std::vector<TokenId>(ids.begin() + static_cast<std::ptrdiff_t>(before), ids.end()));
         });
     }
 
-    // Appends the BPE tokens of one piece.
+    // Appends the BPE tokens of one piece. Each symbol keeps at most one candidate merge, the
+    // pair it forms with its right neighbour, in an indexed min-heap ordered by (rank, position):
+    // a merge updates the two candidates it touches in place, so nothing stale accumulates and
+    // memory stays at 24 bytes per byte of the piece (for a piece of many megabytes, one long
+    // run of a repeated character, say).
     void merge(std::string_view piece, std::vector<TokenId>& out) const {
         const std::size_t n = piece.size();
         if (n == 1) {
             out.push_back(byte_ids_[static_cast<unsigned char>(piece[0])]);
             return;
         }
+        if (n > static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max())) {
+            throw TokenizerError("a single pre-token of " + std::to_string(n) + " bytes is longer than the " +
+                                 std::to_string(std::numeric_limits<std::int32_t>::max()) + " bytes BPE can index");
+        }
+        constexpr std::int32_t none = -1;
         struct Symbol {
             TokenId id;
-            std::int64_t prev, next;  // -1: none
-        };
-        struct Candidate {
-            std::int32_t rank;
-            std::int64_t left;  // index of the left symbol
-            TokenId left_id, right_id;
-            bool operator>(const Candidate& o) const { return rank != o.rank ? rank > o.rank : left > o.left; }
+            std::int32_t prev, next;  // none at the ends
         };
         std::vector<Symbol> symbols(n);
         for (std::size_t i = 0; i < n; ++i) {
-            symbols[i] = {byte_ids_[static_cast<unsigned char>(piece[i])], static_cast<std::int64_t>(i) - 1,
-                          i + 1 < n ? static_cast<std::int64_t>(i + 1) : -1};
+            symbols[i] = {byte_ids_[static_cast<unsigned char>(piece[i])], static_cast<std::int32_t>(i) - 1,
+                          i + 1 < n ? static_cast<std::int32_t>(i + 1) : none};
         }
-        std::vector<Candidate> heap;
-        const auto consider = [&](std::int64_t left) {
-            if (left < 0) return;
-            const std::int64_t right = symbols[static_cast<std::size_t>(left)].next;
-            if (right < 0) return;
-            const TokenId a = symbols[static_cast<std::size_t>(left)].id, b = symbols[static_cast<std::size_t>(right)].id;
-            const auto it = merges_.find(pair_key(a, b));
-            if (it == merges_.end()) return;
-            heap.push_back({it->second.rank, left, a, b});
-            std::push_heap(heap.begin(), heap.end(), std::greater<>{});
+        MergeHeap heap(n);
+        const auto candidate = [&](std::int32_t left) {  // refreshes the pair starting at `left`
+            if (left == none) return;
+            const std::int32_t right = symbols[static_cast<std::size_t>(left)].next;
+            const auto it = right == none ? merges_.end()
+                                          : merges_.find(pair_key(symbols[static_cast<std::size_t>(left)].id,
+                                                                  symbols[static_cast<std::size_t>(right)].id));
+            heap.set(left, it == merges_.end() ? MergeHeap::no_rank : it->second.rank);
         };
-        for (std::size_t i = 0; i + 1 < n; ++i) consider(static_cast<std::int64_t>(i));
+        for (std::size_t i = 0; i + 1 < n; ++i) candidate(static_cast<std::int32_t>(i));
         while (!heap.empty()) {
-            std::pop_heap(heap.begin(), heap.end(), std::greater<>{});
-            const Candidate c = heap.back();
-            heap.pop_back();
-            Symbol& left = symbols[static_cast<std::size_t>(c.left)];
-            // Stale when either side has been merged away or changed since it was pushed.
-            if (left.id != c.left_id || left.next < 0) continue;
+            const std::int32_t l = heap.top();
+            Symbol& left = symbols[static_cast<std::size_t>(l)];
             Symbol& right = symbols[static_cast<std::size_t>(left.next)];
-            if (right.id != c.right_id) continue;
-            left.id = merges_.find(pair_key(c.left_id, c.right_id))->second.result;
-            right.id = -1;  // dead
+            left.id = merges_.find(pair_key(left.id, right.id))->second.result;
+            heap.set(left.next, MergeHeap::no_rank);  // the right symbol is gone, and its pair with it
             left.next = right.next;
-            if (right.next >= 0) symbols[static_cast<std::size_t>(right.next)].prev = c.left;
-            consider(left.prev);
-            consider(c.left);
+            if (right.next != none) symbols[static_cast<std::size_t>(right.next)].prev = l;
+            candidate(left.prev);
+            candidate(l);
         }
-        for (std::int64_t i = 0; i >= 0; i = symbols[static_cast<std::size_t>(i)].next) out.push_back(symbols[static_cast<std::size_t>(i)].id);
+        for (std::int32_t i = 0; i != none; i = symbols[static_cast<std::size_t>(i)].next) {
+            out.push_back(symbols[static_cast<std::size_t>(i)].id);
+        }
     }
+
+    // A binary min-heap of symbol positions keyed by (rank of the symbol's pair, position),
+    // with each position's slot recorded so that its key can change in place.
+    class MergeHeap {
+    public:
+        static constexpr std::int32_t no_rank = -1;
+        explicit MergeHeap(std::size_t n) : rank_(n, no_rank), slot_(n, -1) { heap_.reserve(n); }
+        bool empty() const noexcept { return heap_.empty(); }
+        std::int32_t top() const noexcept { return heap_.front(); }
+        // Gives position i the rank `rank`, or takes it out of the heap with no_rank.
+        void set(std::int32_t i, std::int32_t rank) {
+            const auto at = static_cast<std::size_t>(i);
+            const std::int32_t slot = slot_[at];
+            rank_[at] = rank;
+            if (rank == no_rank) {
+                if (slot < 0) return;
+                slot_[at] = -1;
+                const std::int32_t last = heap_.back();
+                heap_.pop_back();
+                if (last == i) return;
+                place(static_cast<std::size_t>(slot), last);
+                restore(static_cast<std::size_t>(slot));
+            } else if (slot < 0) {
+                heap_.push_back(i);
+                slot_[at] = static_cast<std::int32_t>(heap_.size() - 1);
+                restore(heap_.size() - 1);
+            } else {
+                restore(static_cast<std::size_t>(slot));
+            }
+        }
+
+    private:
+        bool before(std::int32_t a, std::int32_t b) const noexcept {
+            const std::int32_t ra = rank_[static_cast<std::size_t>(a)], rb = rank_[static_cast<std::size_t>(b)];
+            return ra != rb ? ra < rb : a < b;  // lowest rank first, leftmost among equals
+        }
+        void place(std::size_t slot, std::int32_t i) noexcept {
+            heap_[slot] = i;
+            slot_[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(slot);
+        }
+        void restore(std::size_t slot) noexcept {  // sift the entry at `slot` up or down
+            const std::int32_t i = heap_[slot];
+            while (slot > 0 && before(i, heap_[(slot - 1) / 2])) {
+                place(slot, heap_[(slot - 1) / 2]);
+                slot = (slot - 1) / 2;
+            }
+            for (;;) {
+                std::size_t child = 2 * slot + 1;
+                if (child >= heap_.size()) break;
+                if (child + 1 < heap_.size() && before(heap_[child + 1], heap_[child])) ++child;
+                if (!before(heap_[child], i)) break;
+                place(slot, heap_[child]);
+                slot = child;
+            }
+            place(slot, i);
+        }
+
+        std::vector<std::int32_t> rank_, slot_, heap_;
+    };
 
     std::vector<std::string> bytes_;   // id -> raw bytes
     std::unordered_map<std::string, TokenId> ids_;

@@ -1,4 +1,5 @@
-// The README's tour of the tensor API: shapes in the type, a backend as a template parameter.
+// A tour of the tensor API (the README shows the same calls): shapes in the type, a backend as a
+// template parameter, a result printed.
 #include <tessera/tessera.hpp>
 
 #include <cstdio>

@@ -1,5 +1,7 @@
-// The second translation unit of the ODR test (see test_odr_a.cpp).
+// The second translation unit of the ODR test (see test_odr_a.cpp), built without AVX-512.
 #include <tessera/tessera.hpp>
+
+#include "odr_products.hpp"
 
 float odr_sum_b() {
     tessera::Cpu cpu(1);
@@ -9,3 +11,5 @@ float odr_sum_b() {
     tessera::add(cpu, a, b, out);
     return out(1);
 }
+
+double odr_product_error_b() { return tessera::test::odr_product_error(); }

@@ -29,6 +29,8 @@ CONFIGS = {  # name: (n_layer, n_head, n_embd, n_ctx, vocab_size[, n_inner]); n_
     "distilgpt2": (6, 12, 768, 1024, 50257),
     # a shape no published model has: an added token (V = 515), an FFN width that is not 4C
     "free": (2, 2, 64, 96, 515, 160),
+    # the fuzzers' seed checkpoint (tools/make_fuzz_seeds.py): as small as a GPT-2 can be
+    "seed": (1, 1, 4, 8, 8, 8),
 }
 
 DTYPES = {"F32": np.float32, "F16": np.float16, "BF16": None}

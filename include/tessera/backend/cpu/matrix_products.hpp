@@ -18,9 +18,12 @@ namespace tessera::cpu {
         const auto rows = static_cast<Eigen::Index>(end - begin);
         const auto first = static_cast<Eigen::Index>(begin);
         VectorMap Y(y + begin, rows);
-#if defined(__AVX512F__)
-        static_cast<void>(first);
-        avx512::gemv_rows(w, x, y, begin, end, k);
+#if TESSERA_HAS_AVX512_KERNELS
+        if (has_avx512()) {
+            avx512::gemv_rows(w, x, y, begin, end, k);
+        } else {
+            Y.noalias() = W.middleRows(first, rows) * X;
+        }
 #else
         Y.noalias() = W.middleRows(first, rows) * X;
 #endif
@@ -29,8 +32,8 @@ namespace tessera::cpu {
 }
 
 // C(M,N) = A(M,K) · W(N,K)ᵀ + bias(N); bias may be null. C must not alias A or W.
-// With AVX-512, a packed micro-kernel (matrix_products_avx512.hpp) for M >= 8; otherwise, and for fewer
-// rows (where packing W would cost more than it saves), Eigen.
+// With AVX-512 (checked at run time), a packed micro-kernel (matrix_products_avx512.hpp) for
+// M >= 8; otherwise, and for fewer rows (where packing W would cost more than it saves), Eigen.
 [[gnu::noinline]] inline void gemm(ThreadPool& pool, const float* a, const float* w, const float* bias, float* c, std::size_t m,
                  std::size_t n, std::size_t k) {
     if (m == 1) return gemv(pool, w, a, bias, c, n, k);  // one row: the decode step's product
@@ -42,8 +45,8 @@ namespace tessera::cpu {
         const auto cols = static_cast<Eigen::Index>(end - begin);
         const auto first = static_cast<Eigen::Index>(begin);
         auto block = C.middleCols(first, cols);
-#if defined(__AVX512F__)
-        if (m >= avx512::mr && k > 0) {
+#if TESSERA_HAS_AVX512_KERNELS
+        if (m >= avx512::mr && k > 0 && has_avx512()) {
             avx512::gemm_columns(a, w, c, m, k, n, begin, end);
         } else {
             block.noalias() = A * W.middleRows(first, cols).transpose();

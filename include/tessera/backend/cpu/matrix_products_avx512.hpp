@@ -8,12 +8,40 @@
 // FMAs per 2 vector loads and 8 broadcasts. Blocking: a kc x nr W panel (32 KiB) stays in L1
 // while the mr x kc A panels stream from an mc x kc block in L2. Eigen's general kernel
 // reached ~58% of the FMA peak here; this one is written for the shapes a transformer has.
-#if defined(__AVX512F__)
+//
+// Compiled for AVX-512 whatever the translation unit's -march flags, through a target pragma
+// (GCC and Clang), and called only when the CPU has AVX-512 (cpu::has_avx512()): so every
+// translation unit holds the same definitions (no one-definition-rule violation when files
+// built with different flags are linked together), and a portable build still uses these
+// kernels on a machine that has the instructions.
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define TESSERA_HAS_AVX512_KERNELS 1
 #include <immintrin.h>  // AVX-512 intrinsics
 
+#include <cstdlib>  // std::getenv
+#include <cstring>  // std::strcmp
+
+namespace tessera::cpu {
+
+// Whether this CPU runs AVX-512F; TESSERA_CPU_KERNELS=portable in the environment says no, so
+// that the portable kernels can be tested (and compared) on any machine.
+inline bool has_avx512() noexcept {
+    static const bool yes = [] {
+        const char* choice = std::getenv("TESSERA_CPU_KERNELS");
+        return __builtin_cpu_supports("avx512f") && !(choice && std::strcmp(choice, "portable") == 0);
+    }();
+    return yes;
+}
+
+}  // namespace tessera::cpu
+
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx512f,fma"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx512f,fma")
 // GCC 12.2's AVX-512 intrinsics self-initialise a variable (`__m512 __Y = __Y;`, GCC bug
 // 105593) and warn about it wherever they are inlined: silenced for this header's code.
-#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -165,7 +193,10 @@ inline void gemv_rows(const float* w, const float* x, float* y, std::size_t begi
 
 }  // namespace tessera::cpu::avx512
 
-#if defined(__GNUC__) && !defined(__clang__)
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC diagnostic pop
+#pragma GCC pop_options
 #endif
 #endif

@@ -1,14 +1,19 @@
 #pragma once
 // A fixed set of worker threads that run one job at a time, the calling thread taking part.
-// Jobs are split statically (one contiguous range per thread): the kernels it serves are
-// uniform, and a static split keeps each thread on the same weight rows every call, which
-// keeps those rows warm in that core's cache. Dispatch allocates nothing. Between jobs, threads
-// spin briefly before sleeping: a decode step is ~100 back-to-back jobs of ~50 µs, and a
-// futex wake-up per job would cost a good part of that. One job at a time; not reentrant.
+// A job is split into a few tasks per thread (contiguous ranges). Each thread first takes the
+// tasks of its own block, so it meets the same weight rows every call and keeps them warm in
+// its cache; a thread that runs out steals the tasks another thread has not started. So a
+// thread that the OS has descheduled (more threads than cores, another busy process) holds
+// back only the task it is in, not the whole job. Dispatch allocates nothing. Between jobs,
+// threads spin for at most ~50 µs before sleeping: a decode step is ~100 back-to-back jobs of
+// ~50 µs, and a futex wake-up per job would cost a good part of that. One job at a time; not
+// reentrant.
 #include <algorithm>  // std::min, std::max
 #include <exception>  // std::exception
+#include <memory>     // std::unique_ptr
 #include <string>     // std::to_string
 #include <atomic>     // std::atomic
+#include <chrono>     // std::chrono::steady_clock
 #include <cstddef>    // std::size_t
 #include <cstdint>    // std::uint64_t
 #include <thread>     // std::jthread
@@ -30,9 +35,10 @@ public:
                                 std::to_string(threads));
         }
         try {
+            blocks_ = std::make_unique<Block[]>(threads);
             workers_.reserve(threads - 1);
             // Workers start from generation 0 whenever they get scheduled, so no job is missed.
-            for (unsigned t = 1; t < threads; ++t) workers_.emplace_back([this, t] { work(t, 0); });
+            for (unsigned t = 1; t < threads; ++t) workers_.emplace_back([this, t] { worker(t); });
         } catch (const std::exception& e) {
             // The destructor will not run: stop the workers already started, so that their
             // joins (in workers_'s destructor) return, and say what failed.
@@ -48,27 +54,19 @@ public:
 
     unsigned size() const noexcept { return threads_; }
 
-    // Calls f(thread, threads) once on every thread and returns when all have finished.
-    // f must not throw.
+    // Calls f(i, size()) once for every i in [0, size()), normally each on its own thread (a
+    // stalled thread's call is taken over by another). f must not throw.
     template <class F>
     void run(F&& f) {
-        if (threads_ == 1) {
-            f(0u, 1u);
-            return;
-        }
-        job_ = &f;
-        call_ = [](void* job, unsigned t, unsigned n) { (*static_cast<F*>(job))(t, n); };
-        pending_.store(threads_ - 1);
-        generation_.fetch_add(1);
-        generation_.notify_all();
-        f(0u, threads_);
-        spin_until([&] { return pending_.load(std::memory_order_acquire) == 0; });
-        for (unsigned left = pending_.load(); left != 0; left = pending_.load()) pending_.wait(left);
+        if (threads_ == 1) return f(0u, 1u);
+        const auto each = [&](unsigned i, unsigned) { f(i, threads_); };
+        run(threads_, each);
     }
 
     // Calls f(begin, end) -- or f(begin, end, thread) -- on disjoint ranges covering [0, n);
-    // each range but the last is a multiple of `grain` long, and `thread` (< size()) is unique
-    // per range, for per-thread scratch. Runs inline when n is too small to be worth splitting.
+    // each range but the last is a multiple of `grain` long, and `thread` (< size()) is the
+    // thread running it: no two ranges run at once with the same `thread`, so it can index
+    // per-thread scratch. Runs inline when n is too small to be worth splitting. f must not throw.
     template <class F>
     void parallel_for(std::size_t n, std::size_t grain, F&& f) {
         const auto call = [&f](std::size_t begin, std::size_t end, unsigned t) {
@@ -83,48 +81,99 @@ public:
             if (n != 0) call(0, n, 0u);
             return;
         }
-        run([&](unsigned t, unsigned threads) {
-            const std::size_t used = std::min<std::size_t>(threads, chunks);
-            if (t >= used) return;
-            const std::size_t begin = chunks * t / used * grain;
-            const std::size_t end = std::min(n, chunks * (t + 1) / used * grain);
-            if (begin < end) call(begin, end, t);
-        });
+        // Up to tasks_per_thread tasks per thread, whole chunks each.
+        const auto tasks = static_cast<unsigned>(std::min<std::size_t>(chunks, std::size_t{threads_} * tasks_per_thread));
+        const auto task = [&](unsigned i, unsigned thread) {
+            const std::size_t begin = chunks * i / tasks * grain;
+            const std::size_t end = std::min(n, chunks * (i + 1) / tasks * grain);
+            if (begin < end) call(begin, end, thread);
+        };
+        run(tasks, task);
     }
 
 private:
+    static constexpr unsigned tasks_per_thread = 4;
+
+    // One counter per thread: the job's generation (its low 32 bits) in the high half, the next
+    // unclaimed task of the thread's block in the low half. A claim is a compare-and-swap of
+    // both, so a thread that wakes late for an old job can never claim a task of a newer one.
+    struct alignas(64) Block {
+        std::atomic<std::uint64_t> next{0};
+        unsigned end = 0;  // one past the block's last task
+    };
+
+    // Runs task(i, thread) for every i in [0, tasks) and returns when all have finished.
+    template <class Task>
+    void run(unsigned tasks, Task& task) {
+        const std::uint64_t generation = generation_.load(std::memory_order_relaxed) + 1;
+        job_ = const_cast<void*>(static_cast<const void*>(&task));  // back to Task* (const or not) in call_
+        call_ = [](void* job, unsigned i, unsigned thread) { (*static_cast<Task*>(job))(i, thread); };
+        tasks_ = tasks;
+        done_.store(0, std::memory_order_relaxed);
+        for (unsigned t = 0; t < threads_; ++t) {
+            blocks_[t].end = static_cast<unsigned>(std::uint64_t{tasks} * (t + 1) / threads_);
+            blocks_[t].next.store(tag(generation) | (std::uint64_t{tasks} * t / threads_), std::memory_order_release);
+        }
+        generation_.store(generation, std::memory_order_release);
+        generation_.notify_all();
+        work(0, generation);
+        spin_until([&] { return done_.load(std::memory_order_acquire) == tasks; });
+        for (unsigned d = done_.load(); d != tasks; d = done_.load()) done_.wait(d);
+    }
+
+    static constexpr std::uint64_t low = 0xffffffffu;
+    static std::uint64_t tag(std::uint64_t generation) noexcept { return generation << 32; }
+
+    // Claims and runs tasks of job `generation`: the thread's own block first, then the others'.
+    void work(unsigned thread, std::uint64_t generation) {
+        for (unsigned k = 0; k < threads_; ++k) {
+            Block& block = blocks_[(thread + k) % threads_];
+            for (std::uint64_t c = block.next.load(std::memory_order_acquire);
+                 (c & ~low) == tag(generation) && (c & low) < block.end;) {
+                if (!block.next.compare_exchange_weak(c, c + 1, std::memory_order_acq_rel)) continue;
+                call_(job_, static_cast<unsigned>(c & low), thread);
+                if (done_.fetch_add(1, std::memory_order_acq_rel) + 1 == tasks_) done_.notify_one();
+                c = block.next.load(std::memory_order_acquire);
+            }
+        }
+    }
+
     void stop_workers() noexcept {
         stop_.store(true);
         generation_.fetch_add(1);
         generation_.notify_all();
     }
 
-    // Polls `done` for a while (about 50 µs) before the caller falls back to a blocking wait.
+    // Polls `done` for at most ~50 µs before the caller falls back to a blocking wait (which
+    // leaves the core to a thread that has work, when there are more threads than cores).
     template <class Done>
     static void spin_until(Done done) {
-        for (int i = 0; i < 20000 && !done(); ++i) {
+        const auto start = std::chrono::steady_clock::now();
+        for (unsigned i = 1; !done(); ++i) {
 #if defined(__x86_64__) || defined(__i386__)
             __builtin_ia32_pause();
 #endif
+            if (i % 64 == 0 && std::chrono::steady_clock::now() - start > std::chrono::microseconds(50)) return;
         }
     }
 
-    void work(unsigned t, std::uint64_t seen) {
-        for (;;) {
+    void worker(unsigned thread) {
+        for (std::uint64_t seen = 0;;) {
             spin_until([&] { return generation_.load(std::memory_order_acquire) != seen; });
             generation_.wait(seen);
-            seen = generation_.load();
+            seen = generation_.load(std::memory_order_acquire);
             if (stop_.load()) return;
-            call_(job_, t, threads_);
-            if (pending_.fetch_sub(1) == 1) pending_.notify_one();
+            work(thread, seen);
         }
     }
 
     unsigned threads_;
     void* job_ = nullptr;
     void (*call_)(void*, unsigned, unsigned) = nullptr;
+    unsigned tasks_ = 0;
+    std::unique_ptr<Block[]> blocks_;
     std::atomic<std::uint64_t> generation_{0};
-    std::atomic<unsigned> pending_{0};
+    std::atomic<unsigned> done_{0};
     std::atomic<bool> stop_{false};
     std::vector<std::jthread> workers_;  // last member: joined before the atomics above die
 };

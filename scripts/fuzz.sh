@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer harnesses with clang (ASan + UBSan) in build-fuzz and runs each for
+# SECONDS (default 60) from its committed seed corpus; a finding stops with its reproducer in
+# build-fuzz/findings. CI runs this with a short time.
+#   scripts/fuzz.sh [SECONDS] [HARNESS...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=${1:-60}
+shift || true
+harnesses=("$@")
+[ ${#harnesses[@]} -gt 0 ] || harnesses=(fuzz_tokenizer fuzz_tokenizer_files fuzz_safetensors fuzz_config fuzz_checkpoint)
+CXX=clang++ CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTESSERA_FUZZ=ON \
+    -DTESSERA_BUILD_TESTS=OFF -DTESSERA_BUILD_EXAMPLES=OFF -DTESSERA_BUILD_BENCHMARKS=OFF \
+    -DTESSERA_ENABLE_CUDA=OFF -DTESSERA_NATIVE=OFF >/dev/null
+cmake --build build-fuzz --parallel "$(nproc)" --target "${harnesses[@]}"
+mkdir -p build-fuzz/findings
+for h in "${harnesses[@]}"; do
+    corpus=build-fuzz/corpus/$h
+    mkdir -p "$corpus"
+    cp -n tests/fuzz/corpus/"$h"/* "$corpus"/ 2>/dev/null || true
+    echo "== $h: ${seconds}s"
+    timeout $((seconds + 60)) build-fuzz/tests/fuzz/"$h" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+        -max_len=65536 -artifact_prefix=build-fuzz/findings/"$h"- -print_final_stats=1 "$corpus" 2>&1 | tail -4
+done

@@ -1,0 +1,56 @@
+#!/usr/bin/python3
+"""Writes the libFuzzer seed corpora in tests/fuzz/corpus (committed; rerun to regenerate):
+
+  /usr/bin/python3 tools/make_fuzz_seeds.py   (needs python3-numpy)
+
+fuzz_tokenizer: texts; fuzz_tokenizer_files: a 300-token vocabulary (GPT-2's byte alphabet and
+its first merges) + NUL + merges; fuzz_safetensors: the "seed" checkpoint in F32, F16, BF16;
+fuzz_config: config.json files; fuzz_checkpoint: config.json + NUL + model.safetensors.
+"""
+import json
+import pathlib
+import sys
+import tempfile
+import types
+
+root = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(root / "tools"))
+import gpt2_reference  # noqa: E402
+
+out = root / "tests" / "fuzz" / "corpus"
+
+
+def put(harness, name, data):
+    d = out / harness
+    d.mkdir(parents=True, exist_ok=True)
+    (d / name).write_bytes(data if isinstance(data, bytes) else data.encode())
+
+
+texts = ["Hello world", "It's a test: we're, they've, I'll, he'd", "北京 東京 🙂 é\u0301",
+         "  spaces\t\ttabs\n\nnewlines  ", "<|endoftext|>x<|endoftext|>", "12345 3.14 -7", "^^^^==== ~~~"]
+for i, t in enumerate(texts):
+    put("fuzz_tokenizer", f"text{i}", t)
+
+vocab = json.loads((root / "tests/data/gpt2/vocab.json").read_text(encoding="utf-8"))
+small = {tok: i for tok, i in vocab.items() if i < 300}
+merges = (root / "tests/data/gpt2/merges.txt").read_text(encoding="utf-8").splitlines()[1:]
+kept = [m for m in merges if all(p in small for p in m.split(" ")) and m.replace(" ", "") in small]
+put("fuzz_tokenizer_files", "gpt2_first_300", json.dumps(small) + "\0#version: 0.2\n" + "\n".join(kept) + "\n")
+
+with tempfile.TemporaryDirectory() as tmp:
+    for dtype in ("F32", "F16", "BF16"):
+        d = pathlib.Path(tmp) / dtype
+        gpt2_reference.make_checkpoint(types.SimpleNamespace(config="seed", seed=1, out=str(d), dtype=dtype,
+                                                             prefix="", lm_head=False))
+        weights = (d / "model.safetensors").read_bytes()
+        config = (d / "config.json").read_text()
+        put("fuzz_safetensors", f"seed_{dtype}.safetensors", weights)
+        put("fuzz_checkpoint", f"seed_{dtype}", config.encode() + b"\0" + weights)
+        put("fuzz_config", "seed.json", config)
+for name, (n_layer, n_head, n_embd, n_ctx, vocab_size, *rest) in gpt2_reference.CONFIGS.items():
+    cfg = {"model_type": "gpt2", "n_layer": n_layer, "n_head": n_head, "n_embd": n_embd, "n_positions": n_ctx,
+           "vocab_size": vocab_size, "layer_norm_epsilon": 1e-5, "activation_function": "gelu_new"}
+    if rest:
+        cfg["n_inner"] = rest[0]
+    put("fuzz_config", f"{name}.json", json.dumps(cfg))
+print(f"wrote {sum(1 for _ in out.rglob('*') if _.is_file())} seeds under {out}")

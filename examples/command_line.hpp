@@ -13,6 +13,7 @@
 #include <concepts>     // std::integral
 #include <cstdio>       // std::FILE, std::fwrite, std::fflush, std::ferror
 #include <cstring>      // std::strerror
+#include <optional>     // std::optional
 #include <string>       // std::string, std::to_string
 #include <string_view>  // std::string_view
 #include <utility>      // std::exchange
@@ -21,20 +22,24 @@
 
 namespace tessera::cli {
 
-// A whole number in [lo, hi], written in decimal digits only: no sign for unsigned types, no
-// fraction, no exponent, no wrap-around ("-1" is not SIZE_MAX, "4294967299" is not 3).
+// `text` as a whole number in [lo, hi], written in decimal digits only: no sign for unsigned
+// types, no fraction, no exponent, no wrap-around ("-1" is not SIZE_MAX, "4294967299" is not 3).
+template <std::integral T>
+std::optional<T> parse_whole_number(std::string_view text, T lo, T hi) {
+    T value{};
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    const bool digits_only = !text.empty() && text[0] != '+' && (std::is_signed_v<T> || text[0] != '-');
+    if (!digits_only || ec != std::errc{} || end != text.data() + text.size() || value < lo || value > hi) return {};
+    return value;
+}
+
+// A flag whose value must be parse_whole_number(value, lo, hi).
 template <std::integral T>
 CLI::Validator whole_number(T lo, T hi) {
     const std::string range = "a whole number from " + std::to_string(lo) + " to " + std::to_string(hi);
     return CLI::Validator(
         [lo, hi, range](std::string& text) -> std::string {
-            T value{};
-            const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-            const bool digits_only = !text.empty() && (text[0] != '+') && (std::is_signed_v<T> || text[0] != '-');
-            if (!digits_only || ec != std::errc{} || end != text.data() + text.size() || value < lo || value > hi) {
-                return "must be " + range + ", got '" + text + "'";
-            }
-            return {};
+            return parse_whole_number(text, lo, hi) ? std::string{} : "must be " + range + ", got '" + text + "'";
         },
         range);
 }

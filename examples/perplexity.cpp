@@ -8,7 +8,6 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
-#include <charconv>
 #include <cstdint>
 #include <cstdio>
 #include <iostream>
@@ -31,17 +30,15 @@ namespace {
 std::vector<tessera::TokenId> read_token_ids(const std::string& path) {
     const std::string text = tessera::cli::read_input(path);
     std::vector<tessera::TokenId> ids;
-    constexpr auto most = static_cast<std::uint64_t>(std::numeric_limits<tessera::TokenId>::max());
     for (std::size_t i = text.find_first_not_of(" \t\r\n"); i != std::string::npos; i = text.find_first_not_of(" \t\r\n", i)) {
         const std::size_t end = std::min(text.find_first_of(" \t\r\n", i), text.size());
         const std::string_view word(text.data() + i, end - i);
-        std::uint64_t value = 0;
-        const auto [stop, ec] = std::from_chars(word.data(), word.data() + word.size(), value);
-        if (ec != std::errc{} || stop != word.data() + word.size() || value > most) {
+        const auto id = tessera::cli::parse_whole_number<tessera::TokenId>(word, 0, std::numeric_limits<tessera::TokenId>::max());
+        if (!id) {
             throw tessera::ArgumentError(path + ": '" + std::string(word) + "' (token " + std::to_string(ids.size()) +
                                          ") is not a token id");
         }
-        ids.push_back(static_cast<tessera::TokenId>(value));
+        ids.push_back(*id);
         i = end;
     }
     return ids;

@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   cmake make g++          # the build
   libeigen3-dev           # the CPU backend's arithmetic
-  nlohmann-json3-dev      # vocab.json, config.json
+  nlohmann-json3-dev      # the examples' JSON output; tests compare the JSON reader with it
   libcli11-dev            # command-line flags of the examples
   curl                    # scripts/run.sh: downloading GPT-2
   catch2                  # unit tests (Catch2 v2.13)

@@ -5,7 +5,8 @@
 
 fuzz_tokenizer: texts; fuzz_tokenizer_files: a 300-token vocabulary (GPT-2's byte alphabet and
 its first merges) + NUL + merges; fuzz_safetensors: the "seed" checkpoint in F32, F16, BF16;
-fuzz_config: config.json files; fuzz_checkpoint: config.json + NUL + model.safetensors.
+fuzz_config: config.json files; fuzz_checkpoint: config.json + NUL + model.safetensors;
+fuzz_json: config.json, a safetensors header and JSON with every kind of value and escape.
 """
 import json
 import pathlib
@@ -47,10 +48,14 @@ with tempfile.TemporaryDirectory() as tmp:
         put("fuzz_safetensors", f"seed_{dtype}.safetensors", weights)
         put("fuzz_checkpoint", f"seed_{dtype}", config.encode() + b"\0" + weights)
         put("fuzz_config", "seed.json", config)
+        put("fuzz_json", "config.json", config)
+        put("fuzz_json", "safetensors_header.json", weights[8:8 + int.from_bytes(weights[:8], "little")])
 for name, (n_layer, n_head, n_embd, n_ctx, vocab_size, *rest) in gpt2_reference.CONFIGS.items():
     cfg = {"model_type": "gpt2", "n_layer": n_layer, "n_head": n_head, "n_embd": n_embd, "n_positions": n_ctx,
            "vocab_size": vocab_size, "layer_norm_epsilon": 1e-5, "activation_function": "gelu_new"}
     if rest:
         cfg["n_inner"] = rest[0]
     put("fuzz_config", f"{name}.json", json.dumps(cfg))
+put("fuzz_json", "values.json", '{"a": [0, -0, 1.5e-3, 18446744073709551616, true, false, null], '
+    '"s": "\\"\\\\\\/\\b\\f\\n\\r\\t\\u00e9\\ud83d\\ude00é", "o": {"x": {}, "y": []}}')
 print(f"wrote {sum(1 for _ in out.rglob('*') if _.is_file())} seeds under {out}")

@@ -25,7 +25,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const std::size_t split = std::min(input.find('\0'), input.size());
     const std::string_view config = input.substr(0, split), weights = input.substr(std::min(split + 1, input.size()));
     try {
-        const auto shape = HfGpt2Config::from_json(nlohmann::json::parse(config), "config.json").shape;
+        const auto shape = HfGpt2Config::from_json(io::parse_json(config, "config.json"), "config.json").shape;
         const double c = static_cast<double>(shape.n_embd);  // in double: no overflow
         const double params = (static_cast<double>(shape.vocab_size) + static_cast<double>(shape.n_ctx)) * c +
                               static_cast<double>(shape.n_layer) * (4 * c * c + 2 * c * static_cast<double>(shape.n_inner));

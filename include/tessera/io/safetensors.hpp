@@ -15,7 +15,7 @@
 #include <string_view>  // std::string_view
 #include <vector>       // std::vector
 
-#include <nlohmann/json.hpp>  // the header
+#include <tessera/io/json.hpp>  // parse_json: the header
 
 #include <tessera/core/dtype.hpp>    // bf16, f16
 #include <tessera/core/error.hpp>    // FormatError
@@ -123,14 +123,9 @@ private:
         const std::size_t data_size = file_size - data_start_;
         std::string text(static_cast<std::size_t>(n), '\0');
         file_.read(8, std::as_writable_bytes(std::span(text)));
-        nlohmann::json header;
-        try {
-            header = nlohmann::json::parse(text);
-        } catch (const nlohmann::json::exception& e) {
-            fail(std::string("header is not valid JSON: ") + e.what());
-        }
+        const JsonValue header = parse_json(text, path() + ": header");
         if (!header.is_object()) fail("header is not a JSON object");
-        for (const auto& [name, entry] : header.items()) {
+        for (const auto& [name, entry] : header.members()) {
             if (name == "__metadata__") continue;
             tensors_.emplace(name, parse_entry(name, entry, data_size));
         }
@@ -145,16 +140,16 @@ private:
         }
     }
 
-    TensorInfo parse_entry(const std::string& name, const nlohmann::json& e, std::size_t data_size) const {
+    TensorInfo parse_entry(const std::string& name, const JsonValue& e, std::size_t data_size) const {
         const auto bad = [&](const std::string& what) { fail("tensor '" + name + "': " + what); };
-        if (!e.is_object() || !e.contains("dtype") || !e.contains("shape") || !e.contains("data_offsets")) {
+        if (!e.is_object() || !e.find("dtype") || !e.find("shape") || !e.find("data_offsets")) {
             bad("expected an object with dtype, shape and data_offsets");
         }
         TensorInfo t;
         t.name = name;
-        const auto& dtype = e["dtype"];
+        const JsonValue& dtype = *e.find("dtype");
         if (!dtype.is_string()) bad("dtype is not a string");
-        const std::string d = dtype.get<std::string>();
+        const std::string& d = dtype.as_string();
         if (d == "F32") {
             t.dtype = DType::f32;
         } else if (d == "F16") {
@@ -164,21 +159,21 @@ private:
         } else {
             bad("dtype " + d + " is not supported (F32, F16, BF16 are)");
         }
-        const auto& shape = e["shape"];
+        const JsonValue& shape = *e.find("shape");
         if (!shape.is_array()) bad("shape is not an array");
         std::size_t elements = 1;
-        for (const auto& dim : shape) {
-            if (!dim.is_number_unsigned()) bad("shape has an entry that is not a non-negative integer");
-            const auto v = dim.get<std::uint64_t>();
+        for (const JsonValue& dim : shape.elements()) {
+            if (!dim.as_unsigned()) bad("shape has an entry that is not a non-negative integer");
+            const std::uint64_t v = *dim.as_unsigned();
             if (v != 0 && elements > (std::size_t{1} << 48) / v) bad("shape is too large");
             elements *= static_cast<std::size_t>(v);
             t.shape.push_back(static_cast<std::size_t>(v));
         }
-        const auto& off = e["data_offsets"];
-        if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() || !off[1].is_number_unsigned()) {
+        const auto& off = e.find("data_offsets")->elements();
+        if (off.size() != 2 || !off[0].as_unsigned() || !off[1].as_unsigned()) {
             bad("data_offsets is not a pair of non-negative integers");
         }
-        const auto begin = off[0].get<std::uint64_t>(), end = off[1].get<std::uint64_t>();
+        const std::uint64_t begin = *off[0].as_unsigned(), end = *off[1].as_unsigned();
         if (begin > end || end > data_size) {
             bad("data_offsets [" + std::to_string(begin) + ", " + std::to_string(end) + "] lie outside the data region (" +
                 std::to_string(data_size) + " bytes)");

@@ -6,14 +6,15 @@
 // gets GPT2<GPT2Small, B> for that shape (each named shape is one more instantiation to compile).
 #include <cmath>       // std::isfinite
 #include <cstddef>     // std::size_t
+#include <cstdint>     // std::uint64_t
 #include <filesystem>  // std::filesystem::path
 #include <memory>      // std::unique_ptr
+#include <optional>    // std::nullopt
 #include <string>      // std::string
 #include <utility>     // std::move
 
-#include <nlohmann/json.hpp>  // config.json
-
 #include <tessera/core/error.hpp>              // FormatError
+#include <tessera/io/json.hpp>                 // parse_json, JsonValue
 #include <tessera/io/read_only_file.hpp>       // read_whole_file
 #include <tessera/io/safetensors.hpp>          // SafetensorsFile
 #include <tessera/models/gpt2.hpp>             // GPT2
@@ -34,36 +35,30 @@ struct HfGpt2Config {
 
     static HfGpt2Config read(const std::filesystem::path& path) {
         const std::string text = io::read_whole_file(path, max_bytes);
-        nlohmann::json j;
-        try {
-            j = nlohmann::json::parse(text);
-        } catch (const nlohmann::json::exception& e) {
-            throw FormatError(path.string() + ": not valid JSON: " + e.what());
-        }
-        if (!j.is_object()) throw FormatError(path.string() + ": not a JSON object");
-        return from_json(j, path.string());
+        return from_json(io::parse_json(text, path.string()), path.string());
     }
 
-    static HfGpt2Config from_json(const nlohmann::json& j, const std::string& where) {
+    static HfGpt2Config from_json(const io::JsonValue& j, const std::string& where) {
         const auto fail = [&](const std::string& what) -> void { throw FormatError(where + ": " + what); };
-        const auto has = [&](const char* key) { return j.contains(key) && !j[key].is_null(); };
+        if (!j.is_object()) fail("not a JSON object");
+        const auto has = [&](const char* key) { return j.find(key) != nullptr && !j.find(key)->is_null(); };
         const auto positive = [&](const char* key) -> std::size_t {
-            if (!has(key) || !j[key].is_number_unsigned() || j[key].get<std::uint64_t>() == 0 ||
-                j[key].get<std::uint64_t>() > (std::uint64_t{1} << 32)) {
+            const auto v = has(key) ? j.find(key)->as_unsigned() : std::nullopt;
+            if (!v || *v == 0 || *v > (std::uint64_t{1} << 32)) {
                 fail("missing or invalid '" + std::string(key) + "' (a positive integer), got " +
-                     (j.contains(key) ? j[key].dump() : std::string("nothing")));
+                     (j.find(key) ? j.find(key)->describe() : std::string("nothing")));
             }
-            return static_cast<std::size_t>(j[key].get<std::uint64_t>());
+            return static_cast<std::size_t>(*v);
         };
         const auto flag = [&](const char* key, bool fallback) {
             if (!has(key)) return fallback;
-            if (!j[key].is_boolean()) fail("'" + std::string(key) + "' must be true or false, got " + j[key].dump());
-            return j[key].get<bool>();
+            if (!j.find(key)->is_bool()) fail("'" + std::string(key) + "' must be true or false, got " + j.find(key)->describe());
+            return j.find(key)->as_bool();
         };
         const auto text = [&](const char* key, const char* fallback) {
             if (!has(key)) return std::string(fallback);
-            if (!j[key].is_string()) fail("'" + std::string(key) + "' must be a string, got " + j[key].dump());
-            return j[key].get<std::string>();
+            if (!j.find(key)->is_string()) fail("'" + std::string(key) + "' must be a string, got " + j.find(key)->describe());
+            return j.find(key)->as_string();
         };
 
         if (const std::string type = text("model_type", "gpt2"); type != "gpt2") {
@@ -97,10 +92,10 @@ struct HfGpt2Config {
         flag("reorder_and_upcast_attn", false);
         c.tie_word_embeddings = flag("tie_word_embeddings", true);
         if (has("layer_norm_epsilon")) {
-            const auto& e = j["layer_norm_epsilon"];
-            const float eps = e.is_number() ? static_cast<float>(e.get<double>()) : 0.0f;
+            const io::JsonValue& e = *j.find("layer_norm_epsilon");
+            const float eps = e.is_number() ? static_cast<float>(e.as_double()) : 0.0f;
             if (!(std::isfinite(eps) && eps > 0.0f)) {
-                fail("'layer_norm_epsilon' must be a positive number that a float can hold, got " + e.dump());
+                fail("'layer_norm_epsilon' must be a positive number that a float can hold, got " + e.describe());
             }
             c.layer_norm_epsilon = eps;
         }

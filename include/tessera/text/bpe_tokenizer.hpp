@@ -22,10 +22,9 @@
 #include <unordered_map>  // std::unordered_map
 #include <vector>         // std::vector
 
-#include <nlohmann/json.hpp>  // vocab.json
-
 #include <tessera/core/error.hpp>         // FormatError, TokenizerError
 #include <tessera/core/token_id.hpp>      // TokenId
+#include <tessera/io/json.hpp>            // parse_json: vocab.json
 #include <tessera/io/read_only_file.hpp>  // read_whole_file
 #include <tessera/text/byte_level.hpp>    // byte_to_char
 #include <tessera/text/pretokenizer.hpp>  // pretokenize
@@ -133,21 +132,17 @@ private:
     static std::string read_file(const std::filesystem::path& path) { return io::read_whole_file(path, max_file_bytes); }
 
     void load_vocab(std::string_view text, const std::string& name) {
-        nlohmann::json vocab;
-        try {
-            vocab = nlohmann::json::parse(text);
-        } catch (const nlohmann::json::exception& e) {
-            throw FormatError(name + ": not valid JSON: " + e.what());
-        }
-        if (!vocab.is_object() || vocab.empty()) throw FormatError(name + ": expected a JSON object of token -> id");
+        const io::JsonValue json = io::parse_json(text, name);
+        const auto& vocab = json.members();
+        if (!json.is_object() || vocab.empty()) throw FormatError(name + ": expected a JSON object of token -> id");
         // byte-level character -> byte
         std::unordered_map<char32_t, char> char_to_byte;
         for (unsigned b = 0; b < 256; ++b) char_to_byte[byte_level::byte_to_char[b]] = static_cast<char>(b);
         bytes_.assign(vocab.size(), {});
         std::vector<bool> seen(vocab.size(), false);
-        for (const auto& [token, id_json] : vocab.items()) {
-            if (!id_json.is_number_integer()) throw FormatError(name + ": the id of token \"" + token + "\" is not an integer");
-            const auto id = id_json.get<std::int64_t>();
+        for (const auto& [token, id_json] : vocab) {
+            if (!id_json.as_signed()) throw FormatError(name + ": the id of token \"" + token + "\" is not an integer");
+            const std::int64_t id = *id_json.as_signed();
             if (id < 0 || static_cast<std::size_t>(id) >= vocab.size() || seen[static_cast<std::size_t>(id)]) {
                 throw FormatError(name + ": token \"" + token + "\" has id " + std::to_string(id) +
                                   ", but ids must be distinct and below the vocabulary size " + std::to_string(vocab.size()));

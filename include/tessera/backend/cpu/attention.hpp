@@ -31,15 +31,12 @@ inline std::size_t attention_scratch_floats(std::size_t tq, std::size_t tk) noex
     if (tq >= attention_block_queries) {
         // Per head: S = Q Kᵀ / √D as one matrix product, causal softmax row by row (masked
         // entries become 0), O = S V. Computes the masked half too, but at matrix-product speed.
-        using Strided = Eigen::Map<const RowMatrix, 0, Eigen::OuterStride<>>;
-        using StridedOut = Eigen::Map<RowMatrix, 0, Eigen::OuterStride<>>;
-        const auto rows_q = static_cast<Eigen::Index>(tq), rows_k = static_cast<Eigen::Index>(tk);
-        const Eigen::OuterStride<> stride(static_cast<Eigen::Index>(row));
+        const auto rows_k = static_cast<Eigen::Index>(tk);
         pool.parallel_for(heads, 1, [&](std::size_t begin, std::size_t end, unsigned thread) {
-            MatrixMap scores(scratch[thread].data(), rows_q, rows_k);
+            MatrixMap scores = matrix(scratch[thread].data(), tq, tk, tk);
             for (std::size_t h = begin; h < end; ++h) {
-                const Strided qh(q + h * dim, rows_q, d, stride), kh(k + h * dim, rows_k, d, stride),
-                    vh(v + h * dim, rows_k, d, stride);
+                const ConstMatrixMap qh = matrix(q + h * dim, tq, dim, row), kh = matrix(k + h * dim, tk, dim, row),
+                                     vh = matrix(v + h * dim, tk, dim, row);
                 scores.noalias() = qh * kh.transpose();
                 for (std::size_t i = 0; i < tq; ++i) {
                     const auto visible = static_cast<Eigen::Index>(tk - tq + i + 1);
@@ -49,7 +46,7 @@ inline std::size_t attention_scratch_floats(std::size_t tq, std::size_t tk) noex
                     p /= p.sum();
                     r.tail(rows_k - visible).setZero();
                 }
-                StridedOut(out + h * dim, rows_q, d, stride).noalias() = scores * vh;
+                matrix(out + h * dim, tq, dim, row).noalias() = matrix(scratch[thread].data(), tq, tk, tk) * vh;
             }
         });
         return;

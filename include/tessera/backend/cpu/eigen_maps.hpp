@@ -19,17 +19,33 @@
 #pragma GCC diagnostic pop
 #endif
 
+#include <cstddef>  // std::size_t
+
 namespace tessera::cpu {
 
 using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 using Vector = Eigen::Matrix<float, Eigen::Dynamic, 1>;
 using Array = Eigen::Array<float, Eigen::Dynamic, 1>;
 
-using ConstMatrixMap = Eigen::Map<const RowMatrix>;
-using MatrixMap = Eigen::Map<RowMatrix>;
+// Row-major matrices with a row stride. Every matrix product in the backend takes exactly these
+// types, so Eigen's product machinery is instantiated once per kind of product (A·Bᵀ, A·B, W·x)
+// rather than once per call site: the first instantiation costs the compiler ~190 MB, each
+// further one ~20 MB (measured with GCC 12 at -O2), in every program that includes tessera.
+using ConstMatrixMap = Eigen::Map<const RowMatrix, 0, Eigen::OuterStride<>>;
+using MatrixMap = Eigen::Map<RowMatrix, 0, Eigen::OuterStride<>>;
 using ConstVectorMap = Eigen::Map<const Vector>;
 using VectorMap = Eigen::Map<Vector>;
 using ConstArrayMap = Eigen::Map<const Array>;
 using ArrayMap = Eigen::Map<Array>;
+
+// rows x cols at p, consecutive rows `stride` floats apart.
+inline ConstMatrixMap matrix(const float* p, std::size_t rows, std::size_t cols, std::size_t stride) {
+    return {p, static_cast<Eigen::Index>(rows), static_cast<Eigen::Index>(cols),
+            Eigen::OuterStride<>(static_cast<Eigen::Index>(stride))};
+}
+inline MatrixMap matrix(float* p, std::size_t rows, std::size_t cols, std::size_t stride) {
+    return {p, static_cast<Eigen::Index>(rows), static_cast<Eigen::Index>(cols),
+            Eigen::OuterStride<>(static_cast<Eigen::Index>(stride))};
+}
 
 }  // namespace tessera::cpu

@@ -11,21 +11,19 @@ namespace tessera::cpu {
 // y(N) = W(N,K) · x(K) + bias(N); bias may be null. y must not alias x or W.
 [[gnu::noinline]] inline void gemv(ThreadPool& pool, const float* w, const float* x, const float* bias, float* y, std::size_t n,
                  std::size_t k) {
-    const ConstMatrixMap W(w, static_cast<Eigen::Index>(n), static_cast<Eigen::Index>(k));
     const ConstVectorMap X(x, static_cast<Eigen::Index>(k));
     // 16 rows per chunk keeps the row-blocked inner kernel on full blocks.
     pool.parallel_for(n, 16, [&](std::size_t begin, std::size_t end) {
         const auto rows = static_cast<Eigen::Index>(end - begin);
-        const auto first = static_cast<Eigen::Index>(begin);
         VectorMap Y(y + begin, rows);
 #if TESSERA_HAS_AVX512_KERNELS
         if (has_avx512()) {
             avx512::gemv_rows(w, x, y, begin, end, k);
         } else {
-            Y.noalias() = W.middleRows(first, rows) * X;
+            Y.noalias() = matrix(w + begin * k, end - begin, k, k) * X;
         }
 #else
-        Y.noalias() = W.middleRows(first, rows) * X;
+        Y.noalias() = matrix(w + begin * k, end - begin, k, k) * X;
 #endif
         if (bias != nullptr) Y += ConstVectorMap(bias + begin, rows);
     });
@@ -37,22 +35,19 @@ namespace tessera::cpu {
 [[gnu::noinline]] inline void gemm(ThreadPool& pool, const float* a, const float* w, const float* bias, float* c, std::size_t m,
                  std::size_t n, std::size_t k) {
     if (m == 1) return gemv(pool, w, a, bias, c, n, k);  // one row: the decode step's product
-    const ConstMatrixMap A(a, static_cast<Eigen::Index>(m), static_cast<Eigen::Index>(k));
-    const ConstMatrixMap W(w, static_cast<Eigen::Index>(n), static_cast<Eigen::Index>(k));
-    MatrixMap C(c, static_cast<Eigen::Index>(m), static_cast<Eigen::Index>(n));
+    const ConstMatrixMap A = matrix(a, m, k, k);
     // 64 columns per chunk: a whole number of the micro-kernel's panels.
     pool.parallel_for(n, 64, [&](std::size_t begin, std::size_t end) {
         const auto cols = static_cast<Eigen::Index>(end - begin);
-        const auto first = static_cast<Eigen::Index>(begin);
-        auto block = C.middleCols(first, cols);
+        MatrixMap block = matrix(c + begin, m, end - begin, n);
 #if TESSERA_HAS_AVX512_KERNELS
         if (m >= avx512::mr && k > 0 && has_avx512()) {
             avx512::gemm_columns(a, w, c, m, k, n, begin, end);
         } else {
-            block.noalias() = A * W.middleRows(first, cols).transpose();
+            block.noalias() = A * matrix(w + begin * k, end - begin, k, k).transpose();
         }
 #else
-        block.noalias() = A * W.middleRows(first, cols).transpose();
+        block.noalias() = A * matrix(w + begin * k, end - begin, k, k).transpose();
 #endif
         if (bias != nullptr) block.rowwise() += ConstVectorMap(bias + begin, cols).transpose();
     });

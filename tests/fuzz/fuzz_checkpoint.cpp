@@ -26,10 +26,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const std::string_view config = input.substr(0, split), weights = input.substr(std::min(split + 1, input.size()));
     try {
         const auto shape = HfGpt2Config::from_json(io::parse_json(config, "config.json"), "config.json").shape;
-        const double c = static_cast<double>(shape.n_embd);  // in double: no overflow
-        const double params = (static_cast<double>(shape.vocab_size) + static_cast<double>(shape.n_ctx)) * c +
-                              static_cast<double>(shape.n_layer) * (4 * c * c + 2 * c * static_cast<double>(shape.n_inner));
-        if (params > 4e6 || shape.n_ctx > 4096) return 0;
+        if (shape.parameters() > 4e6 || shape.n_ctx > 4096) return 0;
     } catch (const std::exception&) {
         // not parseable here: the loader must say so too
     }

@@ -19,6 +19,14 @@ struct GPT2Shape {
     std::size_t vocab_size = 0;  // tokens V, e.g. 50257
     std::size_t n_inner = 0;     // FFN width, 4 * n_embd in every published GPT-2
     std::size_t head_dim() const noexcept { return n_head ? n_embd / n_head : 0; }
+    // The number of weights (the LM head tied to the token embedding), in double: a shape read
+    // from a file may imply more than a size_t holds.
+    double parameters() const noexcept {
+        const auto c = static_cast<double>(n_embd), inner = static_cast<double>(n_inner);
+        const double block = 4 * c + (c * 3 * c + 3 * c) + (c * c + c) + (c * inner + inner) + (inner * c + c);
+        return (static_cast<double>(vocab_size) + static_cast<double>(n_ctx)) * c + static_cast<double>(n_layer) * block +
+               2 * c;
+    }
     bool operator==(const GPT2Shape&) const = default;
 
     std::string describe() const {

@@ -127,6 +127,15 @@ void open_and_build(B& backend, const std::filesystem::path& dir, Take&& take) {
     static_assert((Static::is_static && ...), "load_gpt2<Configs...>: name fully static configs such as GPT2Small.");
     const HfGpt2Config cfg = HfGpt2Config::read(dir / "config.json");
     const io::SafetensorsFile weights(dir / "model.safetensors");
+    // Checked before anything is allocated: a config.json that says n_layer 1200 instead of
+    // 12 must not first ask for hundreds of gigabytes.
+    double held = 0;
+    for (const std::string& name : weights.names()) held += static_cast<double>(weights.info(name).elements());
+    if (cfg.shape.parameters() > held) {
+        throw FormatError((dir / "config.json").string() + ": the shape it gives (" + cfg.shape.describe() + ") has " +
+                          std::to_string(cfg.shape.parameters()) + " weights, but " + weights.path() + " holds only " +
+                          std::to_string(held));
+    }
     build_gpt2<B, Take, Static...>(backend, cfg, weights, take);
 }
 }  // namespace detail

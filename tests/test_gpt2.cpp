@@ -142,7 +142,7 @@ TEST_CASE("Sinusoidal positions follow the closed form", "[gpt2][positions]") {
     CHECK(x(0, 1) == pe.table(3, 1));
 }
 
-TEST_CASE("Perplexity: one window matches the reference; overlapping windows score every target once", "[gpt2][perplexity]") {
+TEST_CASE("Perplexity: one window matches the reference, overlapping windows score every target once", "[gpt2][perplexity]") {
     const auto tokens = fixture_tokens();
     const auto want = reference_logits("tiny");
     const std::size_t v = want.size() / tokens.size();

@@ -138,7 +138,7 @@ TEST_CASE("Multinomial draws follow the distribution (chi-square at a fixed seed
     CHECK(chi2 < 16.27);  // the 0.999 quantile of chi-square with 3 degrees of freedom
 }
 
-TEST_CASE("Greedy picks the largest logit; all-filtered logits are an error", "[sampling]") {
+TEST_CASE("Greedy picks the largest logit, all-filtered logits are an error", "[sampling]") {
     Rng rng(1);
     const std::vector<float> l{0.5f, 2.0f, 2.0f, -1.0f};
     CHECK(Greedy{}(l, rng) == 1);
@@ -146,7 +146,7 @@ TEST_CASE("Greedy picks the largest logit; all-filtered logits are an error", "[
     CHECK_THROWS_WITH(Multinomial{}(none, rng), "sampling: every token was filtered out");
 }
 
-TEST_CASE("The same seed gives the same tokens; different seeds differ", "[sampling]") {
+TEST_CASE("The same seed gives the same tokens, different seeds differ", "[sampling]") {
     const auto draw = [](std::uint64_t seed) {
         SamplingParams params;
         params.seed = seed;
@@ -173,7 +173,7 @@ TEST_CASE("The same seed gives the same tokens; different seeds differ", "[sampl
     CHECK_THROWS_WITH(make_sampler(bad), Catch::Contains("top_p"));
 }
 
-TEST_CASE("Non-finite logits are an error; extreme parameters stay finite", "[sampling]") {
+TEST_CASE("Non-finite logits are an error, extreme parameters stay finite", "[sampling]") {
     auto sampler = make_sampler({.seed = 1});
     std::vector<float> nan_logits{0.5f, NAN, 1.0f};
     CHECK_THROWS_WITH(sampler.sample(nan_logits, no_history), Catch::Contains("logit for token 1 is NaN"));

@@ -13,7 +13,7 @@
 
 using tessera::cpu::ThreadPool;
 
-TEST_CASE("parallel_for covers [0, n) exactly once", "[thread_pool]") {
+TEST_CASE("parallel_for covers 0..n-1 exactly once", "[thread_pool]") {
     const unsigned threads = GENERATE(1u, 2u, 3u, 5u);
     const std::size_t n = GENERATE(0u, 1u, 7u, 64u, 1000u, 4097u);
     const std::size_t grain = GENERATE(1u, 16u, 64u);

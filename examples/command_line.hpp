@@ -18,7 +18,8 @@
 #include <string_view>  // std::string_view
 #include <utility>      // std::exchange
 
-#include <tessera/core/error.hpp>  // Error
+#include <tessera/core/error.hpp>           // Error
+#include <tessera/core/weight_formats.hpp>  // WeightFormatId, weight_format_named
 
 namespace tessera::cli {
 
@@ -76,6 +77,21 @@ inline CLI::Validator real_number(double lo, Bound lo_bound, double hi = INFINIT
 // The whole of a file, or of standard input when `path` is "-". Pipes and process
 // substitutions work; a directory, a read error or more than `max_bytes` is an Error naming
 // the input.
+// --weights f32|bf16|q8_0|q4_0: how the model stores its matrices (quantized when loaded).
+inline CLI::Option* add_weights_option(CLI::App& app, WeightFormatId& weights) {
+    static const std::string names = "f32, bf16, q8_0, q4_0";
+    return app
+        .add_option_function<std::string>(
+            "--weights",
+            [&weights](const std::string& name) {
+                const auto id = weight_format_named(name);
+                if (!id) throw CLI::ValidationError("--weights", "must be one of " + names + ", got '" + name + "'");
+                weights = *id;
+            },
+            "how the weights are stored: " + names + " (quantized when loaded; default f32)")
+        ->type_name("FORMAT");
+}
+
 inline std::string read_input(const std::string& path, std::size_t max_bytes = std::size_t{1} << 30) {
     const bool is_stdin = path == "-";
     const std::string name = is_stdin ? "standard input" : path;

@@ -78,6 +78,8 @@ int main(int argc, char** argv) {
     app.add_flag("--allow-special", allow_special, "read <|endoftext|> in the prompt as the special token");
     app.add_option("--threads", threads, "CPU threads (cpu backend)")
         ->check(whole_number(1U, std::numeric_limits<unsigned>::max()));
+    tessera::WeightFormatId weights = tessera::WeightFormatId::f32;
+    tessera::cli::add_weights_option(app, weights);
     app.add_option("--backend", backend, "cpu or cuda (GPT-2 on the GPU: needs a CUDA build and device)")->check(CLI::IsMember({"cpu", "cuda"}));
     app.add_flag("--no-stream", no_stream, "print the text once at the end");
     app.add_flag("--json", json, "print one JSON object with the whole result (implies --no-stream)");
@@ -100,7 +102,7 @@ int main(int argc, char** argv) {
         const std::string text = prompt ? *prompt : tessera::cli::read_input("-");
         const auto tokenizer = tessera::BpeTokenizer::from_directory(model_dir);
         auto sampler = tessera::make_sampler(sampling);
-        const auto model = tessera::open_gpt2_on(backend, model_dir, threads);
+        const auto model = tessera::open_gpt2_on(backend, model_dir, threads, weights);
         if (verbose) {
             std::fprintf(stderr, "model: %s%s; seed %llu\n", model->description().c_str(),
                          backend == "cpu" ? (", " + std::to_string(threads) + " threads").c_str() : "",
@@ -128,7 +130,8 @@ int main(int argc, char** argv) {
                                 {"total_seconds", c.total_seconds},
                                 {"end_to_end_tokens_per_second", c.end_to_end_tokens_per_second()},
                                 {"seed", c.seed},
-                                {"backend", backend}};
+                                {"backend", backend},
+                                {"weights", std::string(tessera::weight_format_name(weights))}};
             out.write(j.dump() + '\n');
         } else {
             out.write(stream ? "\n" : c.text + '\n');

@@ -60,6 +60,8 @@ int main(int argc, char** argv) {
         ->check(whole_number<std::size_t>(1, std::numeric_limits<std::uint32_t>::max()));
     app.add_option("--threads", threads, "CPU threads (cpu backend)")
         ->check(whole_number(1U, std::numeric_limits<unsigned>::max()));
+    tessera::WeightFormatId weights = tessera::WeightFormatId::f32;
+    tessera::cli::add_weights_option(app, weights);
     app.add_option("--backend", backend, "cpu or cuda (GPT-2 on the GPU: needs a CUDA build and device)")
         ->check(CLI::IsMember({"cpu", "cuda"}));
     app.add_option("--dump-logits", dump_logits,
@@ -83,7 +85,7 @@ int main(int argc, char** argv) {
         }
         std::optional<tessera::cli::Output> dump;
         if (!dump_logits.empty()) dump.emplace(dump_logits);
-        const auto model = tessera::open_gpt2_on(backend, model_dir, threads);
+        const auto model = tessera::open_gpt2_on(backend, model_dir, threads, weights);
         if (tokenizer) tokenizer->check_vocab_size(model->vocabulary_size());  // ids must mean the same tokens
         const std::size_t s = stride ? stride : model->context_length() / 2;
         const auto r = tessera::evaluate_perplexity(*model, tokens, s, [&](std::size_t, std::span<const float> logits) {

@@ -25,9 +25,10 @@ inline std::vector<TokenId> fixture_tokens() {
     return ids;
 }
 
-// NAME/logits.f64: row-major [16][V] float64 logits of the numpy reference.
-inline std::vector<double> reference_logits(const std::string& name) {
-    std::ifstream in(gpt2_fixtures + "/" + name + "/logits.f64", std::ios::binary);
+// NAME/logits.f64: row-major [16][V] float64 logits of the numpy reference (logits-FORMAT.f64:
+// with the matrices stored as bf16, q8_0 or q4_0).
+inline std::vector<double> reference_logits(const std::string& name, const std::string& file = "logits.f64") {
+    std::ifstream in(gpt2_fixtures + "/" + name + "/" + file, std::ios::binary);
     std::vector<double> v;
     double x;
     while (in.read(reinterpret_cast<char*>(&x), sizeof x)) v.push_back(x);

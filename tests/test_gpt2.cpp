@@ -108,6 +108,78 @@ TEST_CASE("The decode step allocates nothing", "[gpt2]") {
     });
 }
 
+// Weights stored as bf16, Q8_0 or Q4_0, against the numpy reference computed in float64 with the
+// weights each format holds (tools/gpt2_reference.py --weights). All-position logits come from
+// several-row products (the float product of the dequantized weights): within 1e-4, as float.
+// One-token decode steps multiply 8-bit activations for Q8_0 and Q4_0 (as llama.cpp does):
+// measured 8.3e-3 (Q8_0) and 8.5e-3 (Q4_0) of the largest |logit| on tiny (random weights, no
+// outliers to hide behind); bound 2e-2, while a wrong block layout or scale moves logits by
+// their own size. bf16 decodes in float: measured 1.4e-7, bound 1e-5.
+TEST_CASE("Stored weights: logits match the reference of the weights each format holds", "[gpt2][formats]") {
+    const auto tokens = fixture_tokens();
+    const auto check = [&]<class W>(double decode_tolerance) {
+        const std::string format(WeightFormat<W>::name);
+        INFO("weights " << format);
+        const auto want = reference_logits("tiny", "logits-" + format + ".f64");
+        Cpu cpu(2);
+        load_gpt2_as<W>(cpu, fixtures + "/tiny", [&](auto& model) {
+            static_assert(std::is_same_v<typename std::remove_cvref_t<decltype(model)>::weight_type, W>);
+            const std::size_t v = model.vocabulary_size();
+            const auto got = model.prefill_all(tokens);
+            REQUIRE(got.size() == want.size());
+            double worst = 0, scale = 1;
+            for (std::size_t i = 0; i < got.size(); ++i) {
+                worst = std::max(worst, std::fabs(got[i] - want[i]));
+                scale = std::max(scale, std::fabs(want[i]));
+            }
+            INFO("all positions: max abs difference " << worst);
+            CHECK(worst <= 1e-4);
+            model.reset();
+            model.prefill(std::span(tokens).first(8));
+            double worst_decode = 0;
+            for (std::size_t i = 8; i < tokens.size(); ++i) {
+                const auto logits = model.decode(tokens[i]);
+                for (std::size_t j = 0; j < v; ++j) worst_decode = std::max(worst_decode, std::fabs(logits[j] - want[i * v + j]));
+            }
+            INFO("decode steps: max abs difference " << worst_decode << ", largest |logit| " << scale);
+            CHECK(worst_decode <= decode_tolerance * scale);
+        });
+    };
+    check.template operator()<bf16>(1e-5);
+    check.template operator()<Q8_0>(2e-2);
+    check.template operator()<Q4_0>(2e-2);
+}
+
+// As above for float weights: once the first prompt has run, decoding allocates nothing (the
+// quantized activation row and the dequantization panels grow once per thread).
+TEST_CASE("The decode step allocates nothing with Q8_0 and bf16 weights", "[gpt2][formats]") {
+    const auto run = [&]<class W>() {
+        Cpu cpu(2);
+        load_gpt2_as<W>(cpu, fixtures + "/tiny", [&](auto& model) {
+            const std::vector<TokenId> prompt{1, 2, 3};
+            model.prefill(prompt);
+            model.decode(4);
+            test::allocations = 0;
+            test::counting_allocations = true;
+            for (TokenId t = 5; model.position() < model.context_length(); ++t) model.decode(t % 300);
+            test::counting_allocations = false;
+            INFO("weights " << WeightFormat<W>::name);
+            CHECK(test::allocations == 0);
+        });
+    };
+    run.template operator()<Q8_0>();
+    run.template operator()<bf16>();
+}
+
+TEST_CASE("Q8_0 and Q4_0 refuse a model whose widths are not whole blocks", "[gpt2][formats]") {
+    Cpu cpu(1);
+    CHECK_THROWS_WITH(load_gpt2_as<Q8_0>(cpu, fixtures + "/odd-heads", [](auto&) {}),
+                      Catch::Contains("48 weights per row are not a whole number of q8_0 blocks of 32"));
+    CHECK_NOTHROW(load_gpt2_as<bf16>(cpu, fixtures + "/odd-heads", [](auto&) {}));
+    CHECK_THROWS_WITH(open_gpt2(cpu, fixtures + "/odd-heads", nullptr, WeightFormatId::q4_0),
+                      Catch::Contains("not a whole number of q4_0 blocks"));
+}
+
 TEST_CASE("Bad tokens and sequences longer than the context are errors", "[gpt2][errors]") {
     with_model("tiny", [&](auto& model) {
         const std::vector<TokenId> bad{1, 512};

@@ -9,6 +9,9 @@
     /usr/bin/python3 tools/gpt2_reference.py logits --model DIR --tokens 1,2,3 --out logits.f64
     # greedy continuation: the generated ids as JSON, and the smallest top-1/top-2 logit margin
     /usr/bin/python3 tools/gpt2_reference.py greedy --model DIR --tokens 1,2,3 --steps 64
+    # either with the matrices stored as bf16, q8_0 or q4_0 (GGML's reference quantization,
+    # tools/quantize_reference.py), then computed in float64 like the rest
+    ... logits --weights q8_0 ...
 
 The forward pass follows the GPT-2 paper and Hugging Face's modeling_gpt2 (pre-LayerNorm blocks,
 Conv1D weights stored [in, out], GELU in its tanh form, LM head tied to wte unless tie_word_embeddings is false),
@@ -127,6 +130,31 @@ def load(model_dir):
     return cfg, w
 
 
+def store_weights(w, fmt):
+    """The matrices tessera stores in `fmt` (the four projections of each block, wte, lm_head)
+    replaced by the weights that format holds. Blocks run along each output's inputs: rows of
+    wte / lm_head, columns of the Conv1D matrices ([in, out])."""
+    if fmt == "f32":
+        return w
+    import quantize_reference as q  # noqa: E402 (same directory)
+    out = dict(w)
+
+    def stored(rows):  # rows: [out, in] float64, each row one output's weights
+        x = rows.astype(np.float32)
+        if fmt == "bf16":
+            held = (np.frombuffer(q.bf16(x.ravel()), np.uint16).astype(np.uint32) << 16).view(np.float32)
+        else:
+            held = q.dequantize((q.q8_0 if fmt == "q8_0" else q.q4_0)(x.ravel()), fmt)
+        return held.astype(np.float64).reshape(rows.shape)
+
+    for name in w:
+        if name.endswith(("attn.c_attn.weight", "attn.c_proj.weight", "mlp.c_fc.weight", "mlp.c_proj.weight")):
+            out[name] = stored(w[name].T).T
+        elif name in ("wte.weight", "lm_head.weight"):
+            out[name] = stored(w[name])
+    return out
+
+
 def layer_norm(x, g, b, eps):
     mean = x.mean(-1, keepdims=True)
     var = ((x - mean) ** 2).mean(-1, keepdims=True)
@@ -181,6 +209,8 @@ def main():
         s = sub.add_parser(name)
         s.add_argument("--model", required=True)
         s.add_argument("--tokens", required=True, help="comma-separated ids")
+        s.add_argument("--weights", choices=["f32", "bf16", "q8_0", "q4_0"], default="f32",
+                       help="compute with the weights this storage format holds")
         if name == "logits":
             s.add_argument("--out", required=True)
         else:
@@ -189,6 +219,7 @@ def main():
     if args.cmd == "checkpoint":
         return make_checkpoint(args)
     cfg, w = load(args.model)
+    w = store_weights(w, args.weights)
     tokens = [int(t) for t in args.tokens.split(",")]
     if args.cmd == "logits":
         forward(cfg, w, tokens).astype("<f8").tofile(args.out)

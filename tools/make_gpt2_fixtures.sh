@@ -25,6 +25,11 @@ make tiny-prefixed tiny 2 --prefix transformer. --lm-head
 make odd-heads odd-heads 4
 make vocab vocab 5
 make free free 6  # a shape with no static type: runs as GPT2<GPT2Dynamic, B>
+# tiny with its matrices stored as bf16, q8_0, q4_0: the reference logits of those weights
+for fmt in bf16 q8_0 q4_0; do
+  [ -f "$out/tiny/logits-$fmt.f64" ] || $ref logits --model "$out/tiny" --tokens "$tokens" --weights "$fmt" \
+      --out "$out/tiny/logits-$fmt.f64"
+done
 cp "$here/../tests/data/gpt2/vocab.json" "$here/../tests/data/gpt2/merges.txt" "$out/vocab/"  # a complete model directory
 mkdir -p "$out/tiny-with-gpt2-tokenizer"  # a tokenizer that does not belong to the model
 cp "$out/tiny/config.json" "$out/tiny/model.safetensors" "$out/vocab/vocab.json" "$out/vocab/merges.txt" \

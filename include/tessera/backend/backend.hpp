@@ -8,6 +8,7 @@
 #include <concepts>  // std::same_as
 #include <cstdint>   // std::int32_t
 #include <span>      // std::span
+#include <type_traits>  // std::is_same_v
 
 #include <tessera/core/concepts.hpp>     // StorageBackend
 #include <tessera/core/tensor_view.hpp>  // MatrixView, VectorView, Tensor3View
@@ -49,6 +50,22 @@ concept HasCausalAttention = requires(B& b, Tensor3View<const float, B> q, Tenso
 template <class B>
 concept HasGatherRows = requires(B& b, MatrixView<const float, B> table, std::span<const std::int32_t> ids,
                                  MatrixView<float, B> out) { b.gather_rows(table, ids, out); };
+
+// The same with W(N, K) stored as bf16, Q8_0 or Q4_0 (core/weight_formats.hpp): w is the
+// stored matrix, N rows of K / block elements. Optional: a backend without it cannot run a
+// model whose weights are stored as W.
+template <class B, class W>
+concept HasGemmWith = requires(B& b, MatrixView<const float, B> a, MatrixView<const W, B> w,
+                               VectorView<const float, B> bias, MatrixView<float, B> c) { b.gemm(a, w, bias, c); };
+
+// out(T, C) = table rows ids[0..T) widened to float, for a table stored as W.
+template <class B, class W>
+concept HasGatherRowsWith = requires(B& b, MatrixView<const W, B> table, std::span<const std::int32_t> ids,
+                                     MatrixView<float, B> out) { b.gather_rows(table, ids, out); };
+
+// Whether backend B runs models whose weights are stored as W (every backend runs float).
+template <class B, class W>
+concept RunsWeightsAs = std::is_same_v<W, float> || (HasGemmWith<B, W> && HasGatherRowsWith<B, W>);
 
 // Copies between host memory and the backend's memory.
 template <class B>

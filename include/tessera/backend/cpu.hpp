@@ -7,6 +7,7 @@
 #include <memory>     // std::unique_ptr
 #include <span>       // std::span
 #include <thread>     // std::thread::hardware_concurrency
+#include <type_traits>  // std::is_same_v
 #include <vector>     // std::vector
 
 #include <tessera/backend/cpu/aligned_buffer.hpp>   // AlignedBuffer
@@ -15,6 +16,7 @@
 #include <tessera/backend/cpu/matrix_products.hpp>  // gemm, gemv
 #include <tessera/backend/cpu/normalization.hpp>    // layer_norm
 #include <tessera/backend/cpu/thread_pool.hpp>      // ThreadPool
+#include <tessera/backend/cpu/weight_products.hpp>  // gemm_weights: bf16, Q8_0, Q4_0 weights
 #include <tessera/core/tensor_view.hpp>             // MatrixView, VectorView, Tensor3View
 
 namespace tessera {
@@ -56,6 +58,13 @@ public:
               VectorView<float, Cpu> y) {
         cpu::gemv(*pool_, w.data(), x.data(), bias_or_null(bias), y.data(), w.extent(0), w.extent(1));
     }
+    // Weights stored as bf16, Q8_0 or Q4_0: w holds N rows of K / block elements.
+    template <class W>
+        requires(!std::is_same_v<W, float> && WeightType<W>)
+    void gemm(MatrixView<const float, Cpu> a, MatrixView<const W, Cpu> w, VectorView<const float, Cpu> bias,
+              MatrixView<float, Cpu> c) {
+        cpu::gemm_weights(*pool_, a.data(), w.data(), bias_or_null(bias), c.data(), a.extent(0), w.extent(0), a.extent(1));
+    }
     void add(VectorView<const float, Cpu> a, VectorView<const float, Cpu> b, VectorView<float, Cpu> out) {
         cpu::add(*pool_, a.data(), b.data(), out.data(), out.size());
     }
@@ -85,6 +94,14 @@ public:
         const std::size_t c = table.extent(1);
         for (std::size_t i = 0; i < ids.size(); ++i)
             std::copy_n(table.data() + static_cast<std::size_t>(ids[i]) * c, c, out.data() + i * c);
+    }
+
+    template <class W>
+        requires(!std::is_same_v<W, float> && WeightType<W>)
+    void gather_rows(MatrixView<const W, Cpu> table, std::span<const std::int32_t> ids, MatrixView<float, Cpu> out) {
+        const std::size_t c = out.extent(1), stored = table.extent(1);
+        for (std::size_t i = 0; i < ids.size(); ++i)
+            WeightFormat<W>::dequantize(table.data() + static_cast<std::size_t>(ids[i]) * stored, out.data() + i * c, c);
     }
 
 private:

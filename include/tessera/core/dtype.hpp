@@ -88,10 +88,25 @@ private:
     }
 };
 
+// Block-quantized weights, laid out exactly as GGUF's Q8_0 and Q4_0 (so a GGUF file's tensors
+// are these arrays): 32 weights share one f16 scale d. Q8_0 holds weight j as d * qs[j];
+// Q4_0 holds weight j as d * ((qs[j] & 15) - 8) and weight j + 16 as d * ((qs[j] >> 4) - 8).
+// How they are made and used: core/weight_formats.hpp.
+struct Q8_0 {
+    f16 d;
+    std::int8_t qs[32];
+};
+struct Q4_0 {
+    f16 d;
+    std::uint8_t qs[16];
+};
+static_assert(sizeof(Q8_0) == 34 && sizeof(Q4_0) == 18, "GGUF's block sizes");
+
 // The element types a Tensor may hold.
 template <class T>
 concept StorageType = std::is_same_v<std::remove_const_t<T>, float> || std::is_same_v<std::remove_const_t<T>, bf16> ||
-                      std::is_same_v<std::remove_const_t<T>, f16> || std::is_same_v<std::remove_const_t<T>, std::int32_t>;
+                      std::is_same_v<std::remove_const_t<T>, f16> || std::is_same_v<std::remove_const_t<T>, std::int32_t> ||
+                      std::is_same_v<std::remove_const_t<T>, Q8_0> || std::is_same_v<std::remove_const_t<T>, Q4_0>;
 
 // Widen any storage type to float (the compute type).
 template <class T>

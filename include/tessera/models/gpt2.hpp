@@ -1,5 +1,8 @@
 #pragma once
-// GPT2<Config, Backend>: the whole model, composed from the nn types.
+// GPT2<Config, Backend, W>: the whole model, composed from the nn types, its matrices (the
+// four projections of each block and the tied embedding / LM head) stored as W: float, bf16,
+// Q8_0 or Q4_0 (core/weight_formats.hpp), quantized when loaded. Position embeddings, layer
+// norms, biases, activations and the KV cache stay float.
 //
 //   ids --wte + positions--> x (T, C) --DecoderBlock x L (KV cache appended)--> x
 //       --ln_f--> x_last (C) --· wteᵀ (tied head)--> logits (V)
@@ -22,6 +25,7 @@
 #include <tessera/core/error.hpp>             // ArgumentError
 #include <tessera/core/tensor.hpp>            // Tensor
 #include <tessera/core/token_id.hpp>          // TokenId
+#include <tessera/core/weight_formats.hpp>    // WeightType, WeightFormat
 #include <tessera/io/safetensors.hpp>         // SafetensorsFile
 #include <tessera/models/gpt2_config.hpp>     // GPT2Config
 #include <tessera/nn/decoder_block.hpp>       // DecoderBlock, BlockScratch
@@ -33,13 +37,17 @@
 
 namespace tessera {
 
-template <class Config, class B, template <std::size_t, std::size_t, class> class Positions = LearnedPositions>
+template <class Config, class B, WeightType W = float,
+          template <std::size_t, std::size_t, class> class Positions = LearnedPositions>
 class GPT2 {
+    static_assert(RunsWeightsAs<B, W>, "GPT2: this backend has no kernels for weights stored in this format.");
+
 public:
     using config = Config;
+    using weight_type = W;
     static constexpr std::size_t n_layer = Config::n_layer, n_head = Config::n_head, n_embd = Config::n_embd,
                                  n_ctx = Config::n_ctx, vocab_size = Config::vocab_size, n_inner = Config::n_inner;
-    using Block = DecoderBlock<n_embd, n_head, n_inner, n_ctx, B>;
+    using Block = DecoderBlock<n_embd, n_head, n_inner, n_ctx, B, W>;
 
     // Weights start at zero; load() fills them. A fully static Config needs no shape.
     explicit GPT2(B& backend)
@@ -128,7 +136,9 @@ public:
     std::size_t vocabulary_size() const noexcept { return shape_.vocab_size; }
     std::size_t n_layers() const noexcept { return shape_.n_layer; }
     // "gpt2 (124M): n_layer 12, n_head 12, ..." for logs and --help.
-    std::string description() const { return std::string(Config::name) + ": " + shape_.describe(); }
+    std::string description() const {
+        return std::string(Config::name) + ": " + shape_.describe() + ", weights " + std::string(WeightFormat<W>::name);
+    }
 
     // Forgets the sequence: the next prefill starts at position 0.
     void reset() noexcept { position_ = 0; }
@@ -149,7 +159,7 @@ private:
         return s;
     }
 
-    const Tensor<float, Extents<vocab_size, n_embd>, B>& head() const { return lm_head_ ? lm_head_->table : wte_.table; }
+    const auto& head() const { return lm_head_ ? lm_head_->table : wte_.table; }
 
     // Checks that tokens fit after the current position and sizes all scratch for them and for
     // attention over the whole context (before anything is queued: a graph capture may not
@@ -179,11 +189,11 @@ private:
 
     B* backend_;
     GPT2Shape shape_;
-    Embedding<vocab_size, n_embd, B> wte_;                  // (V, C), also the tied head
+    Embedding<vocab_size, n_embd, B, W> wte_;               // (V, C), also the tied head
     Positions<n_ctx, n_embd, B> positions_;                 // (Ctx, C)
     std::vector<Block> blocks_;                             // n_layer
     LayerNorm<n_embd, B> ln_f_;                             // (C)
-    std::optional<Embedding<vocab_size, n_embd, B>> lm_head_;  // (V, C) when untied
+    std::optional<Embedding<vocab_size, n_embd, B, W>> lm_head_;  // (V, C) when untied
     std::vector<typename Block::Cache> caches_;             // n_layer x (Ctx, H, D) keys and values
     typename Block::Scratch scratch_;                       // per-block activations
     Tensor<float, Extents<dyn, n_embd>, B> x_;              // (cap, C) residual stream

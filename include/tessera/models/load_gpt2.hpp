@@ -20,6 +20,8 @@
 #include <tessera/models/gpt2.hpp>             // GPT2
 #include <tessera/models/gpt2_config.hpp>      // GPT2Shape, GPT2Dynamic
 #include <tessera/models/language_model.hpp>   // LanguageModel, LanguageModelFor
+#include <tessera/core/weight_formats.hpp>     // WeightType, WeightFormatId, with_weight_type
+#include <tessera/backend/backend.hpp>         // RunsWeightsAs
 
 namespace tessera {
 
@@ -104,9 +106,9 @@ struct HfGpt2Config {
 };
 
 namespace detail {
-// Builds GPT2<Config, B> for the first of Static... whose shape is cfg's, else GPT2<GPT2Dynamic,
-// B>; loads the weights and hands it over: take(std::unique_ptr<GPT2<...>>).
-template <class B, class Take, class... Static>
+// Builds GPT2<Config, B, W> for the first of Static... whose shape is cfg's, else
+// GPT2<GPT2Dynamic, B, W>; loads the weights and hands it over: take(std::unique_ptr<GPT2<...>>).
+template <class B, class W, class Take, class... Static>
 void build_gpt2(B& backend, const HfGpt2Config& cfg, const io::SafetensorsFile& weights, Take& take) {
     bool done = false;
     const auto load = [&](auto model) {
@@ -115,14 +117,14 @@ void build_gpt2(B& backend, const HfGpt2Config& cfg, const io::SafetensorsFile& 
         done = true;
     };
     const auto try_static = [&]<class Config>() {
-        if (!done && Config::shape() == cfg.shape) load(std::make_unique<GPT2<Config, B>>(backend));
+        if (!done && Config::shape() == cfg.shape) load(std::make_unique<GPT2<Config, B, W>>(backend));
     };
     (try_static.template operator()<Static>(), ...);
     static_cast<void>(try_static);  // unused when no static shape is named
-    if (!done) load(std::make_unique<GPT2<GPT2Dynamic, B>>(backend, cfg.shape));
+    if (!done) load(std::make_unique<GPT2<GPT2Dynamic, B, W>>(backend, cfg.shape));
 }
 
-template <class... Static, class B, class Take>
+template <class W, class... Static, class B, class Take>
 void open_and_build(B& backend, const std::filesystem::path& dir, Take&& take) {
     static_assert((Static::is_static && ...), "load_gpt2<Configs...>: name fully static configs such as GPT2Small.");
     const HfGpt2Config cfg = HfGpt2Config::read(dir / "config.json");
@@ -136,7 +138,7 @@ void open_and_build(B& backend, const std::filesystem::path& dir, Take&& take) {
                           std::to_string(cfg.shape.parameters()) + " weights, but " + weights.path() + " holds only " +
                           std::to_string(held));
     }
-    build_gpt2<B, Take, Static...>(backend, cfg, weights, take);
+    build_gpt2<B, W, Take, Static...>(backend, cfg, weights, take);
 }
 }  // namespace detail
 
@@ -145,19 +147,37 @@ void open_and_build(B& backend, const std::filesystem::path& dir, Take&& take) {
 // corrupt checkpoint or an unsupported config: FormatError naming the file and the field.
 template <class... Static, class B, class Visitor>
 void load_gpt2(B& backend, const std::filesystem::path& dir, Visitor&& visitor) {
-    detail::open_and_build<Static...>(backend, dir, [&visitor](auto model) { visitor(*model); });
+    detail::open_and_build<float, Static...>(backend, dir, [&visitor](auto model) { visitor(*model); });
 }
 
-// The same as a LanguageModel, which keeps `keep_alive` (the backend, say) alive as long as it
+// The same with the matrices stored as W (bf16, Q8_0, Q4_0: core/weight_formats.hpp),
+// quantized as they load: GPT2<..., B, W>. Q8_0 and Q4_0 need widths that are whole blocks
+// of 32 (every published GPT-2); otherwise ArgumentError naming the layer.
+template <WeightType W, class... Static, class B, class Visitor>
+void load_gpt2_as(B& backend, const std::filesystem::path& dir, Visitor&& visitor) {
+    detail::open_and_build<W, Static...>(backend, dir, [&visitor](auto model) { visitor(*model); });
+}
+
+// The same as a LanguageModel with the weight format chosen at run time (each format one more
+// instantiation of the model), which keeps `keep_alive` (the backend, say) alive as long as it
 // lives; otherwise the caller keeps `backend` alive.
 template <class... Static, class B>
 std::unique_ptr<LanguageModel> open_gpt2(B& backend, const std::filesystem::path& dir,
-                                         std::shared_ptr<void> keep_alive = nullptr) {
+                                         std::shared_ptr<void> keep_alive = nullptr,
+                                         WeightFormatId weights = WeightFormatId::f32) {
     std::unique_ptr<LanguageModel> result;
-    detail::open_and_build<Static...>(backend, dir, [&](auto model) {
+    const auto take = [&](auto model) {
         using M = typename decltype(model)::element_type;
         std::string description = model->description() + " on " + B::name;
         result = std::make_unique<LanguageModelFor<M>>(std::move(model), std::move(description), keep_alive);
+    };
+    with_weight_type(weights, [&]<class W>() {
+        if constexpr (RunsWeightsAs<B, W>) {
+            detail::open_and_build<W, Static...>(backend, dir, take);
+        } else {
+            throw ArgumentError(std::string("the ") + B::name + " backend has no kernels for " +
+                                std::string(WeightFormat<W>::name) + " weights");
+        }
     });
     return result;
 }

@@ -15,11 +15,16 @@
 namespace tessera {
 
 inline std::unique_ptr<LanguageModel> open_gpt2_on(std::string_view backend, const std::filesystem::path& dir,
-                                                   unsigned cpu_threads) {
-    if (backend == "cuda") return open_gpt2_cuda(dir);
+                                                   unsigned cpu_threads, WeightFormatId weights = WeightFormatId::f32) {
+    if (backend == "cuda") {
+        if (weights != WeightFormatId::f32) {
+            throw ArgumentError("the CUDA backend runs f32 weights only (bf16, q8_0 and q4_0 run on the CPU backend)");
+        }
+        return open_gpt2_cuda(dir);
+    }
     if (backend == "cpu") {
         auto cpu = std::make_shared<Cpu>(cpu_threads);
-        return open_gpt2(*cpu, dir, cpu);
+        return open_gpt2(*cpu, dir, cpu, weights);
     }
     throw ArgumentError("unknown backend '" + std::string(backend) + "': cpu or cuda");
 }

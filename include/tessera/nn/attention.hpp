@@ -12,13 +12,13 @@
 
 namespace tessera {
 
-template <std::size_t C, std::size_t H, std::size_t Ctx, class B>
+template <std::size_t C, std::size_t H, std::size_t Ctx, class B, class W = float>
 struct CausalSelfAttention {
     static constexpr std::size_t head_dim = C == dyn || H == dyn ? dyn : C / H;
     using Cache = KvCache<Ctx, H, head_dim, B>;
 
-    Linear<C, C, B> query, key, value;  // c_attn's three thirds
-    Linear<C, C, B> proj;               // c_proj
+    Linear<C, C, B, W> query, key, value;  // c_attn's three thirds
+    Linear<C, C, B, W> proj;               // c_proj
     std::size_t heads;                  // H
 
     CausalSelfAttention(std::size_t c, std::size_t h) : query(c, c), key(c, c), value(c, c), proj(c, c), heads(h) {}

@@ -35,16 +35,17 @@ struct BlockScratch {
     }
 };
 
-template <std::size_t C, std::size_t H, std::size_t Inner, std::size_t Ctx, class B>
+// W: how the four projections store their weights (float, bf16, Q8_0, Q4_0).
+template <std::size_t C, std::size_t H, std::size_t Inner, std::size_t Ctx, class B, class W = float>
 struct DecoderBlock {
-    using Attention = CausalSelfAttention<C, H, Ctx, B>;
+    using Attention = CausalSelfAttention<C, H, Ctx, B, W>;
     using Cache = typename Attention::Cache;
     using Scratch = BlockScratch<C, Inner, B>;
 
     LayerNorm<C, B> ln_1;
     Attention attn;
     LayerNorm<C, B> ln_2;
-    FeedForward<C, Inner, B> mlp;
+    FeedForward<C, Inner, B, W> mlp;
 
     DecoderBlock(std::size_t c, std::size_t heads, std::size_t inner)
         : ln_1(c), attn(c, heads), ln_2(c), mlp(c, inner) {}

@@ -1,27 +1,31 @@
 #pragma once
-// Embedding<V, C>: token ids to rows of a (V, C) table; also the tied LM head's weight.
+// Embedding<V, C, B, W>: token ids to rows of a (V, C) table, stored as W (float, or bf16 /
+// Q8_0 / Q4_0 widened row by row when gathered); also the tied LM head's weight.
 #include <cstddef>  // std::size_t
 #include <span>     // std::span
 #include <string>   // std::string
 
 #include <tessera/core/tensor.hpp>    // Tensor
 #include <tessera/core/token_id.hpp>  // TokenId
-#include <tessera/nn/parameter.hpp>   // WeightSource
+#include <tessera/core/weight_formats.hpp>  // WeightType
+#include <tessera/nn/parameter.hpp>   // WeightSource, whole_blocks
 #include <tessera/ops/embedding.hpp>  // gather_rows
 
 namespace tessera {
 
-template <std::size_t V, std::size_t C, class B>
+template <std::size_t V, std::size_t C, class B, WeightType W = float>
 struct Embedding {
-    Tensor<float, Extents<V, C>, B> table;  // (V, C)
+    static constexpr std::size_t block = WeightFormat<W>::block;
+    static_assert(C == dyn || C % block == 0, "Embedding: the width must be a whole number of the format's blocks.");
+    Tensor<W, Extents<V, C == dyn ? dyn : C / block>, B> table;  // (V, C / block)
 
-    Embedding(std::size_t v, std::size_t c) : table(v, c) {}
+    Embedding(std::size_t v, std::size_t c) : table(v, whole_blocks<W>(c, "Embedding")) {}
     Embedding()
         requires(V != dyn && C != dyn)
         : Embedding(V, C) {}
 
     void load(const WeightSource& src, const std::string& name) {
-        src.read_into(name, {table.extent(0), table.extent(1)}, table);
+        src.read_into(name, {table.extent(0), table.extent(1) * block}, table);
     }
 
     // out(T, C) = table[ids]; an id outside [0, V) is an ArgumentError naming it and its position.

@@ -8,10 +8,10 @@
 
 namespace tessera {
 
-template <std::size_t C, std::size_t Inner, class B>
+template <std::size_t C, std::size_t Inner, class B, class W = float>
 struct FeedForward {
-    Linear<C, Inner, B> up;    // c_fc
-    Linear<Inner, C, B> down;  // c_proj
+    Linear<C, Inner, B, W> up;    // c_fc
+    Linear<Inner, C, B, W> down;  // c_proj
 
     FeedForward(std::size_t c, std::size_t inner) : up(c, inner), down(inner, c) {}
 

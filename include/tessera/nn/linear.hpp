@@ -1,28 +1,35 @@
 #pragma once
-// Linear<In, Out>: y = x · Wᵀ + b with W stored [out, in] (each output's weights contiguous).
-// In and Out are compile-time sizes or `dyn`; the constructor takes the run-time sizes.
+// Linear<In, Out, B, W>: y = x · Wᵀ + b with W stored [out, in] (each output's weights
+// contiguous) as float, or as bf16 / Q8_0 / Q4_0 (W; core/weight_formats.hpp), then [out, in /
+// block] of those, quantized when loaded. In and Out are compile-time sizes or `dyn`; the
+// constructor takes the run-time sizes.
 #include <cstddef>    // std::size_t
 #include <span>       // std::span
 #include <vector>     // std::vector
 
 #include <tessera/core/tensor.hpp>             // Tensor
-#include <tessera/nn/parameter.hpp>            // WeightSource
+#include <tessera/core/weight_formats.hpp>     // WeightType, WeightFormat
+#include <tessera/nn/parameter.hpp>            // WeightSource, whole_blocks, store_weights
 #include <tessera/ops/matrix_products.hpp>     // gemm
 #include <tessera/ops/transfer.hpp>            // copy_from_host
 
 namespace tessera {
 
-template <std::size_t In, std::size_t Out, class B>
+template <std::size_t In, std::size_t Out, class B, WeightType W = float>
 struct Linear {
-    Tensor<float, Extents<Out, In>, B> weight;  // (Out, In)
-    Tensor<float, Extents<Out>, B> bias;        // (Out)
+    static constexpr std::size_t block = WeightFormat<W>::block;
+    static_assert(In == dyn || In % block == 0, "Linear: the input width must be a whole number of the format's blocks.");
+    static constexpr std::size_t stored_in = In == dyn ? dyn : In / block;
 
-    Linear(std::size_t in, std::size_t out) : weight(out, in), bias(out) {}
+    Tensor<W, Extents<Out, stored_in>, B> weight;  // (Out, In / block)
+    Tensor<float, Extents<Out>, B> bias;           // (Out)
+
+    Linear(std::size_t in, std::size_t out) : weight(out, whole_blocks<W>(in, "Linear")), bias(out) {}
     Linear()
         requires(In != dyn && Out != dyn)
         : Linear(In, Out) {}
 
-    std::size_t in_features() const noexcept { return weight.extent(1); }
+    std::size_t in_features() const noexcept { return weight.extent(1) * block; }
     std::size_t out_features() const noexcept { return weight.extent(0); }
 
     // From a Hugging Face Conv1D at `name`: weight [In, Out], bias [Out].
@@ -38,7 +45,7 @@ struct Linear {
         std::vector<float> wt(out * in);
         for (std::size_t i = 0; i < in; ++i)
             for (std::size_t o = 0; o < out; ++o) wt[o * in + i] = w[i * total + first + o];
-        copy_from_host(std::span<const float>(wt), weight);
+        store_weights(wt, weight);
         copy_from_host(std::span<const float>(b.data() + first, out), bias);
     }
 

@@ -3,26 +3,40 @@
 #include <cstddef>  // std::size_t
 #include <span>     // std::span
 #include <string>   // std::to_string
+#include <type_traits>  // std::is_same_v
 
 #include <tessera/backend/backend.hpp>  // Backend
 #include <tessera/core/error.hpp>       // ArgumentError
 #include <tessera/core/extents.hpp>     // dims_may_match, check_dim
 #include <tessera/core/token_id.hpp>    // TokenId
+#include <tessera/core/weight_formats.hpp>  // WeightFormat
 #include <tessera/ops/operands.hpp>     // input_operand, output_operand
 
 namespace tessera {
 
-// out(T, C) = table(V, C) rows ids[0..T). An id outside [0, V) is an ArgumentError naming it
-// and its position; nothing is written then.
+// out(T, C) = table(V, C) rows ids[0..T), widened to float when the table is stored in a
+// narrower format (then it holds V rows of C / block elements). An id outside [0, V) is an
+// ArgumentError naming it and its position; nothing is written then.
 template <Backend B, TensorLike Table, TensorLike Out>
 void gather_rows(B& backend, const Table& table, std::span<const TokenId> ids, Out&& out) {
     using ET = extents_of_t<Table>;
     using EO = extents_of_t<Out>;
+    using Stored = value_type_of_t<Table>;
+    constexpr std::size_t block = WeightFormat<Stored>::block;
     static_assert(ET::rank() == 2 && EO::rank() == 2, "gather_rows: table and out must be matrices (rows, channels).");
-    static_assert(dims_may_match<ET, 1, EO, 1>, "gather_rows: out must have as many columns as the table.");
-    const auto tv = input_operand<2, B>(table);
+    static_assert(ET::static_extent(1) == dyn || EO::static_extent(1) == dyn ||
+                      ET::static_extent(1) * block == EO::static_extent(1),
+                  "gather_rows: out must have as many columns as the table.");
+    const auto tv = [&] {
+        if constexpr (std::is_same_v<Stored, float>) {
+            return input_operand<2, B>(table);
+        } else {
+            static_assert(HasGatherRowsWith<B, Stored>, "gather_rows: this backend cannot read tables stored in this format.");
+            return stored_weight_operand<B>(table);
+        }
+    }();
     const auto ov = output_operand<2, B>(out);
-    check_dim(ov.extent(1), tv.extent(1), "gather_rows", "out's column count", "the table's column count");
+    check_dim(ov.extent(1), tv.extent(1) * block, "gather_rows", "out's column count", "the table's column count");
     check_dim(ov.extent(0), ids.size(), "gather_rows", "out's row count", "the number of ids");
     const std::size_t v = tv.extent(0);
     for (std::size_t i = 0; i < ids.size(); ++i) {

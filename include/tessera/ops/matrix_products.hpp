@@ -3,6 +3,7 @@
 // ShapeError. Weights are [out, in] (each output's weights contiguous), so C = A · Wᵀ.
 #include <tessera/backend/backend.hpp>  // Backend
 #include <tessera/core/extents.hpp>     // dims_may_match, check_dim
+#include <tessera/core/weight_formats.hpp>  // WeightFormat, stored_elements
 #include <tessera/ops/operands.hpp>     // input_operand, output_operand
 
 namespace tessera {
@@ -34,6 +35,38 @@ void gemm(B& backend, const A& a, const W& w, const Bias& bias, C&& c) {
     backend.gemm(av, wv, bv, cv);
 }
 
+// Weights stored in a narrower format than float (bf16, Q8_0, Q4_0: core/weight_formats.hpp).
+template <class W>
+concept StoredWeights = TensorLike<W> && !std::is_same_v<value_type_of_t<W>, float> && WeightType<value_type_of_t<W>>;
+
+// c(M,N) = a(M,K) · w(N,K)ᵀ + bias(N) with w stored as N rows of K / block elements. K must be
+// a whole number of blocks (the layer that quantized w made sure of it).
+template <Backend B, TensorLike A, TensorLike W, TensorLike Bias, TensorLike C>
+    requires StoredWeights<W>
+void gemm(B& backend, const A& a, const W& w, const Bias& bias, C&& c) {
+    using Stored = value_type_of_t<W>;
+    static_assert(HasGemmWith<B, Stored>, "gemm: this backend has no kernel for weights stored in this format.");
+    constexpr std::size_t block = WeightFormat<Stored>::block;
+    using EA = extents_of_t<A>;
+    using EW = extents_of_t<W>;
+    static_assert(EA::rank() == 2 && EW::rank() == 2 && extents_of_t<C>::rank() == 2 && extents_of_t<Bias>::rank() == 1,
+                  "gemm: a, w and c must be matrices and bias a vector.");
+    static_assert(EA::static_extent(1) == dyn || EW::static_extent(1) == dyn ||
+                      EA::static_extent(1) == EW::static_extent(1) * block,
+                  "gemm: a's columns must equal w's columns (w is [out, in / block] and c = a · wᵀ).");
+    const auto av = input_operand<2, B>(a);
+    const auto wv = stored_weight_operand<B>(w);
+    const auto bv = input_operand<1, B>(bias);
+    const auto cv = output_operand<2, B>(c);
+    check_dim(av.extent(1), wv.extent(1) * block, "gemm", "a's column count", "w's column count");
+    check_dim(cv.extent(0), av.extent(0), "gemm", "c's row count", "a's row count");
+    check_dim(cv.extent(1), wv.extent(0), "gemm", "c's column count", "w's row count");
+    if (!bv.empty()) check_dim(bv.extent(0), wv.extent(0), "gemm", "bias length", "w's row count");
+    check_no_overlap(cv.data(), cv.size() * sizeof(float), av.data(), av.size() * sizeof(float), "gemm", "c", "a");
+    check_no_overlap(cv.data(), cv.size() * sizeof(float), wv.data(), wv.size() * sizeof(Stored), "gemm", "c", "w");
+    backend.gemm(av, wv, bv, cv);
+}
+
 // c(M,N) = a(M,K) · w(N,K)ᵀ.
 template <Backend B, TensorLike A, TensorLike W, TensorLike C>
 void gemm(B& backend, const A& a, const W& w, C&& c) {
@@ -62,6 +95,17 @@ void gemv(B& backend, const W& w, const X& x, const Bias& bias, Y&& y) {
     check_no_overlap(yv.data(), yv.size() * sizeof(float), xv.data(), xv.size() * sizeof(float), "gemv", "y", "x");
     check_no_overlap(yv.data(), yv.size() * sizeof(float), wv.data(), wv.size() * sizeof(float), "gemv", "y", "w");
     backend.gemv(wv, xv, bv, yv);
+}
+
+// y(N) = w(N,K) · x(K) + bias(N) with w stored in a narrower format: the one-row gemm.
+template <Backend B, TensorLike W, TensorLike X, TensorLike Bias, TensorLike Y>
+    requires StoredWeights<W>
+void gemv(B& backend, const W& w, const X& x, const Bias& bias, Y&& y) {
+    static_assert(extents_of_t<X>::rank() == 1 && extents_of_t<Y>::rank() == 1, "gemv: x and y must be vectors.");
+    const auto xv = input_operand<1, B>(x);
+    const auto yv = output_operand<1, B>(y);
+    gemm(backend, MatrixView<const float, B>(xv.data(), DynExtents<2>(1, xv.extent(0))), w, bias,
+         MatrixView<float, B>(yv.data(), DynExtents<2>(1, yv.extent(0))));
 }
 
 // y(N) = w(N,K) · x(K).

@@ -1,0 +1,229 @@
+#pragma once
+// Matrix products with weights stored as bf16, Q8_0 or Q4_0 (core/weight_formats.hpp), on the
+// host: C(M,N) = A(M,K) · W(N,K)ᵀ + bias with A and C in float.
+//
+// One row (the decode step, memory-bound): every weight is read once, so the kernels read the
+// stored format directly. bf16 is widened to float (exact) and multiplied with the float
+// activations. Q8_0 and Q4_0 multiply integers, as llama.cpp does: the activation row is
+// quantized once per call to 8 bits in blocks of 32 (a float scale per block, kept in float,
+// not rounded to f16 as GGML does), and each block's dot product is an integer sum, scaled by
+// the two blocks' scales. With AVX-512 VNNI (checked at run time) that sum is `vpdpbusd`, 64
+// weights per instruction.
+//
+// Several rows (prefill, compute-bound): each task dequantizes a panel of W to float and runs
+// the float product on it (the AVX-512 packed kernel or Eigen), so the prefill speed is that of
+// float weights, less the dequantization pass.
+#include <algorithm>  // std::min
+#include <cmath>      // std::fabs, std::round
+#include <cstddef>    // std::size_t
+#include <cstdint>    // std::int8_t
+#include <type_traits>  // std::is_same_v
+#include <vector>     // std::vector
+
+#include <tessera/backend/cpu/eigen_maps.hpp>              // matrix, ConstVectorMap
+#include <tessera/backend/cpu/matrix_products_avx512.hpp>  // avx512::gemm_columns, has_avx512
+#include <tessera/backend/cpu/thread_pool.hpp>             // ThreadPool
+#include <tessera/core/weight_formats.hpp>                 // WeightFormat, Q8_0, Q4_0
+
+namespace tessera::cpu {
+
+// An activation row quantized for the integer products: k int8 values and k / 32 float scales.
+struct QuantizedRow {
+    std::vector<std::int8_t> q;
+    std::vector<float> d;
+
+    // x(k), k a multiple of 32: each block scaled so that its largest magnitude becomes 127.
+    void assign(const float* x, std::size_t k) {
+        if (q.size() < k) q.resize(k);
+        if (d.size() < k / 32) d.resize(k / 32);
+        for (std::size_t b = 0; b < k / 32; ++b) {
+            float amax = 0.0f;
+            for (std::size_t j = 0; j < 32; ++j) amax = std::fmax(amax, std::fabs(x[b * 32 + j]));
+            d[b] = amax / 127.0f;
+            const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+            for (std::size_t j = 0; j < 32; ++j) q[b * 32 + j] = static_cast<std::int8_t>(std::round(x[b * 32 + j] * id));
+        }
+    }
+};
+
+namespace portable {
+
+inline float dot(const bf16* w, const float* x, const QuantizedRow&, std::size_t k) noexcept {
+    float s = 0.0f;
+    for (std::size_t i = 0; i < k; ++i) s += static_cast<float>(w[i]) * x[i];
+    return s;
+}
+
+// One block's integer dot product with 32 quantized activations.
+inline int block_dot(const Q8_0& w, const std::int8_t* q) noexcept {
+    int sum = 0;
+    for (std::size_t j = 0; j < 32; ++j) sum += w.qs[j] * q[j];
+    return sum;
+}
+inline int block_dot(const Q4_0& w, const std::int8_t* q) noexcept {
+    int sum = 0;
+    for (std::size_t j = 0; j < 16; ++j) sum += ((w.qs[j] & 15) - 8) * q[j] + ((w.qs[j] >> 4) - 8) * q[j + 16];
+    return sum;
+}
+
+// Blocks [first, k / 32) of a Q8_0 or Q4_0 row times x.
+template <class W>
+inline float dot(const W* w, const float*, const QuantizedRow& x, std::size_t k, std::size_t first = 0) noexcept {
+    float s = 0.0f;
+    for (std::size_t b = first; b < k / 32; ++b)
+        s += static_cast<float>(block_dot(w[b], x.q.data() + b * 32)) * static_cast<float>(w[b].d) * x.d[b];
+    return s;
+}
+
+}  // namespace portable
+}  // namespace tessera::cpu
+
+#if TESSERA_HAS_AVX512_KERNELS
+namespace tessera::cpu {
+// AVX-512 with the byte/word, VNNI and F16C extensions (Intel since Ice Lake, AMD since Zen 4).
+inline bool has_avx512_vnni() noexcept {
+    static const bool yes = has_avx512() && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+                            __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("f16c");
+    return yes;
+}
+}  // namespace tessera::cpu
+
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,f16c,fma"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512vnni,f16c,fma")
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+
+namespace tessera::cpu::avx512vnni {
+
+inline float half(f16 h) noexcept { return _cvtsh_ss(h.bits); }
+
+// Two blocks' scales as one vector: lanes 0-7 the first's, 8-15 the second's.
+inline __m512 two_scales(float a, float b) noexcept { return _mm512_mask_mov_ps(_mm512_set1_ps(a), 0xff00, _mm512_set1_ps(b)); }
+
+// The 64 weights of blocks b, b + 1 as signed bytes.
+inline __m512i weights(const Q8_0* w, std::size_t b) noexcept {
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b].qs))),
+                              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b + 1].qs)), 1);
+}
+// (Named functions, not lambdas, throughout: a lambda's function-pointer thunk would not get
+// this region's target attribute, and returning a vector from it breaks the ABI.)
+inline __m256i unpack(const Q4_0& blk) noexcept {  // low nibbles are weights 0-15, high 16-31
+    const __m128i p = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.qs));
+    return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(p, 4), p), _mm256_set1_epi8(15));
+}
+inline __m512i weights(const Q4_0* w, std::size_t b) noexcept {
+    const __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(unpack(w[b])), unpack(w[b + 1]), 1);
+    return _mm512_sub_epi8(q, _mm512_set1_epi8(8));
+}
+
+// W row · x for a Q8_0 or Q4_0 row of k weights (k a multiple of 32).
+template <class W>
+inline float dot(const W* w, const float*, const QuantizedRow& x, std::size_t k) noexcept {
+    const std::size_t nb = k / 32;
+    __m512 acc = _mm512_setzero_ps();
+    std::size_t b = 0;
+    for (; b + 2 <= nb; b += 2) {
+        const __m512i xv = _mm512_loadu_si512(x.q.data() + b * 32);
+        // vpdpbusd multiplies unsigned by signed bytes: |x| times w with x's sign.
+        const __m512i wv = _mm512_mask_sub_epi8(weights(w, b), _mm512_movepi8_mask(xv), _mm512_setzero_si512(), weights(w, b));
+        const __m512i sums = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_abs_epi8(xv), wv);
+        const __m512 scale = two_scales(half(w[b].d) * x.d[b], half(w[b + 1].d) * x.d[b + 1]);
+        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), scale, acc);
+    }
+    float s = _mm512_reduce_add_ps(acc);
+    if (b < nb) s += portable::dot(w, nullptr, x, k, b);  // an odd last block
+    return s;
+}
+
+inline __m512 widen(__m256i bf16s) noexcept {  // 16 bf16 to float: the bits shifted up
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bf16s), 16));
+}
+
+// W row · x for a bf16 row: widened to float (a shift), 16 weights per FMA.
+inline float dot(const bf16* w, const float* x, const QuantizedRow&, std::size_t k) noexcept {
+    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+    std::size_t i = 0;
+    for (; i + 32 <= k; i += 32) {
+        acc0 = _mm512_fmadd_ps(widen(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + i))), _mm512_loadu_ps(x + i), acc0);
+        acc1 = _mm512_fmadd_ps(widen(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + i + 16))),
+                               _mm512_loadu_ps(x + i + 16), acc1);
+    }
+    for (; i < k; i += 16) {
+        const auto n = static_cast<unsigned>(std::min<std::size_t>(16, k - i));
+        const auto lanes = static_cast<__mmask16>(n == 16 ? 0xffffu : (1u << n) - 1u);
+        acc0 = _mm512_fmadd_ps(widen(_mm256_maskz_loadu_epi16(lanes, w + i)), _mm512_maskz_loadu_ps(lanes, x + i), acc0);
+    }
+    return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
+}
+
+}  // namespace tessera::cpu::avx512vnni
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC diagnostic pop
+#pragma GCC pop_options
+#endif
+#endif  // TESSERA_HAS_AVX512_KERNELS
+
+namespace tessera::cpu {
+
+// y(N) = W(N,K) · x(K) + bias(N) for stored weights; k a multiple of the format's block.
+template <class W>
+[[gnu::noinline]] void gemv_weights(ThreadPool& pool, const W* w, const float* x, const float* bias, float* y, std::size_t n,
+                                    std::size_t k) {
+    constexpr bool integer = !std::is_same_v<W, bf16>;
+    thread_local QuantizedRow caller_row;  // grows once per calling thread
+    QuantizedRow& xq = caller_row;          // (the workers read the caller's, not their own)
+    if constexpr (integer) xq.assign(x, k);
+    const std::size_t stored = stored_elements<W>(k);
+    pool.parallel_for(n, 16, [&](std::size_t begin, std::size_t end) {
+#if TESSERA_HAS_AVX512_KERNELS
+        if (has_avx512_vnni()) {
+            for (std::size_t r = begin; r < end; ++r) y[r] = avx512vnni::dot(w + r * stored, x, xq, k);
+        } else {
+            for (std::size_t r = begin; r < end; ++r) y[r] = portable::dot(w + r * stored, x, xq, k);
+        }
+#else
+        for (std::size_t r = begin; r < end; ++r) y[r] = portable::dot(w + r * stored, x, xq, k);
+#endif
+        if (bias != nullptr)
+            for (std::size_t r = begin; r < end; ++r) y[r] += bias[r];
+    });
+}
+
+// C(M,N) = A(M,K) · W(N,K)ᵀ + bias(N) for stored weights: one row is gemv_weights; more rows
+// dequantize W panel by panel (64 rows) and use the float product.
+template <class W>
+[[gnu::noinline]] void gemm_weights(ThreadPool& pool, const float* a, const W* w, const float* bias, float* c, std::size_t m,
+                                    std::size_t n, std::size_t k) {
+    if (m == 1) return gemv_weights(pool, w, a, bias, c, n, k);
+    constexpr std::size_t panel = 64;
+    const std::size_t stored = stored_elements<W>(k);
+    const ConstMatrixMap A = matrix(a, m, k, k);
+    pool.parallel_for(n, panel, [&](std::size_t begin, std::size_t end) {
+        thread_local std::vector<float> dequantized;  // grows once per thread
+        if (dequantized.size() < panel * k) dequantized.resize(panel * k);
+        for (std::size_t p = begin; p < end; p += panel) {
+            const std::size_t rows = std::min(panel, end - p);
+            for (std::size_t r = 0; r < rows; ++r) WeightFormat<W>::dequantize(w + (p + r) * stored, dequantized.data() + r * k, k);
+#if TESSERA_HAS_AVX512_KERNELS
+            if (m >= avx512::mr && k > 0 && has_avx512()) {
+                avx512::gemm_columns(a, dequantized.data(), c + p, m, k, n, 0, rows);
+            } else {
+                matrix(c + p, m, rows, n).noalias() = A * matrix(dequantized.data(), rows, k, k).transpose();
+            }
+#else
+            matrix(c + p, m, rows, n).noalias() = A * matrix(dequantized.data(), rows, k, k).transpose();
+#endif
+            if (bias != nullptr) matrix(c + p, m, rows, n).rowwise() += ConstVectorMap(bias + p, static_cast<Eigen::Index>(rows)).transpose();
+        }
+    });
+}
+
+}  // namespace tessera::cpu

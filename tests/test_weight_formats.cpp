@@ -1,0 +1,176 @@
+// Weight formats: quantization bit for bit against GGML's reference algorithm as written in
+// numpy (tools/quantize_reference.py, vectors in tests/data/quantization), dequantization
+// against the same, and the products with stored weights against double-precision references,
+// on the AVX-512 path and (test_cpu_kernels_portable) the portable one.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <tessera/tessera.hpp>
+
+using namespace tessera;
+
+namespace {
+
+std::string read_bytes(const std::string& name) {
+    std::ifstream in(std::string(TESSERA_TEST_DATA_DIR) + "/quantization/" + name, std::ios::binary);
+    REQUIRE(in);
+    return {std::istreambuf_iterator<char>(in), {}};
+}
+
+std::vector<float> read_floats(const std::string& name) {
+    const std::string bytes = read_bytes(name);
+    std::vector<float> v(bytes.size() / sizeof(float));
+    std::memcpy(v.data(), bytes.data(), bytes.size());
+    return v;
+}
+
+template <class W>
+std::string stored_bytes(const std::vector<float>& x) {
+    std::vector<W> stored(x.size() / WeightFormat<W>::block);
+    WeightFormat<W>::quantize(x.data(), stored.data(), x.size());
+    return {reinterpret_cast<const char*>(stored.data()), stored.size() * sizeof(W)};
+}
+
+// Double-precision reference of c = a · wᵀ where w holds the dequantized weights. With
+// `quantized_activations`, a's rows are first quantized the way the one-row integer kernels do
+// (per 32: scale max|x| / 127, round half away from zero), so the kernel and the reference
+// compute the same sum and only the order of float additions differs.
+std::vector<double> reference(const std::vector<float>& a, const std::vector<float>& w, std::size_t m, std::size_t n,
+                              std::size_t k, bool quantized_activations) {
+    std::vector<double> x(a.begin(), a.end());
+    if (quantized_activations) {
+        for (std::size_t b = 0; b < m * k / 32; ++b) {
+            float amax = 0.0f;
+            for (std::size_t j = 0; j < 32; ++j) amax = std::fmax(amax, std::fabs(a[b * 32 + j]));
+            const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+            for (std::size_t j = 0; j < 32; ++j) x[b * 32 + j] = std::round(a[b * 32 + j] * id) * (amax / 127.0f);
+        }
+    }
+    std::vector<double> c(m * n, 0.0);
+    for (std::size_t i = 0; i < m; ++i)
+        for (std::size_t r = 0; r < n; ++r)
+            for (std::size_t j = 0; j < k; ++j) c[i * n + r] += x[i * k + j] * w[r * k + j];
+    return c;
+}
+
+template <class W>
+void check_products(std::size_t m, std::size_t n, std::size_t k) {
+    Cpu cpu(2);
+    std::mt19937 rng(static_cast<unsigned>(m * 1000 + n + k));
+    std::normal_distribution<float> normal;
+    std::vector<float> w(n * k), a(m * k), bias(n);
+    for (float& v : w) v = 0.02f * normal(rng);
+    for (float& v : a) v = normal(rng);
+    for (float& v : bias) v = normal(rng);
+    Tensor<W, Extents<dyn, dyn>, Cpu> stored(n, k / WeightFormat<W>::block);
+    WeightFormat<W>::quantize(w.data(), stored.data(), n * k);
+    std::vector<float> dequantized(n * k);
+    WeightFormat<W>::dequantize(stored.data(), dequantized.data(), n * k);
+    Tensor<float, Extents<dyn, dyn>, Cpu> at(m, k), c(m, n);
+    Tensor<float, Extents<dyn>, Cpu> bt(n);
+    std::copy(a.begin(), a.end(), at.data());
+    std::copy(bias.begin(), bias.end(), bt.data());
+    gemm(cpu, at, stored, bt, c);
+    // One row of Q8_0 / Q4_0 goes through 8-bit activations; everything else is a float product.
+    const bool integer = m == 1 && !std::is_same_v<W, bf16>;
+    const std::vector<double> ref = reference(a, dequantized, m, n, k, integer);
+    double worst = 0.0;
+    for (std::size_t i = 0; i < m * n; ++i) worst = std::max(worst, std::abs(c.data()[i] - (ref[i] + bias[i % n])));
+    INFO(WeightFormat<W>::name << " m=" << m << " n=" << n << " k=" << k << " worst error " << worst);
+    // Sums of k products of magnitude ~0.02 in float: a few float ulps of the partial sums.
+    CHECK(worst < 2e-5);
+}
+
+}  // namespace
+
+TEST_CASE("Quantization is GGML's reference algorithm, bit for bit", "[formats]") {
+    const std::vector<float> x = read_floats("inputs.f32");
+    REQUIRE(x.size() == 12 * 256);
+    CHECK(stored_bytes<Q8_0>(x) == read_bytes("q8_0.bin"));
+    CHECK(stored_bytes<Q4_0>(x) == read_bytes("q4_0.bin"));
+    CHECK(stored_bytes<bf16>(x) == read_bytes("bf16.bin"));
+}
+
+TEST_CASE("Dequantization gives the weights the blocks hold", "[formats]") {
+    const auto check = [](const std::string& kind, auto block) {
+        using W = decltype(block);
+        const std::string bytes = read_bytes(kind + ".bin");
+        std::vector<W> stored(bytes.size() / sizeof(W));
+        std::memcpy(stored.data(), bytes.data(), bytes.size());
+        std::vector<float> values(stored.size() * 32);
+        WeightFormat<W>::dequantize(stored.data(), values.data(), values.size());
+        CHECK(values == read_floats(kind + ".dequant.f32"));
+    };
+    check("q8_0", Q8_0{});
+    check("q4_0", Q4_0{});
+}
+
+TEST_CASE("Quantization error stays within half a step (Q8_0) or a step (Q4_0) of each block", "[formats]") {
+    const std::vector<float> x = read_floats("inputs.f32");
+    const auto worst_in_steps = [&](auto block) {
+        using W = decltype(block);
+        std::vector<W> stored(x.size() / 32);
+        WeightFormat<W>::quantize(x.data(), stored.data(), x.size());
+        std::vector<float> y(x.size());
+        WeightFormat<W>::dequantize(stored.data(), y.data(), y.size());
+        double worst = 0.0;
+        for (std::size_t i = 0; i < x.size(); ++i) {
+            const double step = std::abs(static_cast<float>(stored[i / 32].d));
+            if (step > 1e-4) worst = std::max(worst, std::abs(x[i] - y[i]) / step);  // (f16 subnormal scales: coarse)
+        }
+        return worst;
+    };
+    // Half a step of rounding, plus the scale rounded to f16 (relative error 2^-11, times up to
+    // 127 steps: 0.062 of a step).
+    CHECK(worst_in_steps(Q8_0{}) <= 0.563);
+    CHECK(worst_in_steps(Q4_0{}) <= 1.01);  // the largest magnitude maps to -8; the other side clamps at 7
+}
+
+TEST_CASE("Products with bf16, Q8_0 and Q4_0 weights match double-precision references", "[formats][gemm]") {
+    for (std::size_t m : {1, 2, 7, 8, 9, 130}) {
+        check_products<bf16>(m, 70, 96);
+        check_products<Q8_0>(m, 70, 96);
+        check_products<Q4_0>(m, 70, 96);
+    }
+    check_products<bf16>(1, 33, 17);     // bf16 has no blocks: a masked tail
+    check_products<Q8_0>(1, 130, 800);   // an odd number of blocks per row
+    check_products<Q4_0>(1, 130, 800);
+    check_products<Q8_0>(40, 130, 800);  // several panels
+}
+
+TEST_CASE("Stored-weight products check their shapes", "[formats][gemm]") {
+    Cpu cpu(1);
+    Tensor<Q8_0, Extents<dyn, dyn>, Cpu> w(4, 2);  // 4 rows of 64 weights
+    Tensor<float, Extents<dyn, dyn>, Cpu> a(3, 32), c(3, 4);
+    CHECK_THROWS_WITH(gemm(cpu, a, w, c), Catch::Contains("gemm: a's column count is 32 but w's column count is 64"));
+    Tensor<float, Extents<dyn, dyn>, Cpu> a64(3, 64), c5(3, 5);
+    CHECK_THROWS_AS(gemm(cpu, a64, w, c5), ShapeError);
+    Tensor<float, Extents<dyn, dyn>, Cpu> out(1, 32);
+    const TokenId id = 3;
+    CHECK_THROWS_AS(gather_rows(cpu, w, std::span<const TokenId>(&id, 1), out), ShapeError);
+    const TokenId outside = 4;
+    Tensor<float, Extents<dyn, dyn>, Cpu> row(1, 64);
+    CHECK_THROWS_WITH(gather_rows(cpu, w, std::span<const TokenId>(&outside, 1), row), Catch::Contains("token id 4"));
+}
+
+TEST_CASE("Layers refuse widths that are not whole blocks", "[formats]") {
+    CHECK_THROWS_WITH((Linear<dyn, dyn, Cpu, Q8_0>(48, 16)),
+                      "Linear: 48 weights per row are not a whole number of q8_0 blocks of 32 (use f32 or bf16 for this model)");
+    CHECK_NOTHROW(Linear<dyn, dyn, Cpu, bf16>(48, 16));
+    CHECK_THROWS_WITH((Embedding<dyn, dyn, Cpu, Q4_0>(10, 40)), Catch::Contains("Embedding: 40 weights per row"));
+}
+
+TEST_CASE("Weight format names", "[formats]") {
+    CHECK(weight_format_named("q8_0") == WeightFormatId::q8_0);
+    CHECK(weight_format_named("Q8_0") == std::nullopt);
+    CHECK(weight_format_name(WeightFormatId::q4_0) == "q4_0");
+    CHECK(weight_format_name(WeightFormatId::bf16) == "bf16");
+    CHECK(weight_format_name(WeightFormatId::f32) == "f32");
+}

@@ -3,6 +3,10 @@
 // the machine's read bandwidth (measured in the same run), and peak RSS against weights + KV cache.
 //
 //   build/bench/bench_gpt2 --model build/gpt2_fixtures/gpt2-124m [--threads 2] [--pp 512] [--tg 128]
+//                          [--weights f32,bf16,q8_0,q4_0]
+// With --weights, one run-time-shaped model per format, measured in the same interleaved
+// rounds (ratios between formats free of the machine's drift); without, f32 and (for the 124M
+// shape) the static GPT2<GPT2Small, Cpu> against the run-time-shaped model.
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -34,13 +38,25 @@ int main(int argc, char** argv) {
     std::string model_dir = "build/gpt2_fixtures/gpt2-124m";
     unsigned threads = 2;
     std::size_t pp = 512, tg = 128;
+    std::vector<tessera::WeightFormatId> formats;
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string flag = argv[i], value = argv[i + 1];
         if (flag == "--model") model_dir = value;
         else if (flag == "--threads") threads = static_cast<unsigned>(std::stoul(value));
         else if (flag == "--pp") pp = std::stoul(value);
         else if (flag == "--tg") tg = std::stoul(value);
-        else {
+        else if (flag == "--weights") {
+            for (std::size_t at = 0; at <= value.size();) {
+                const std::size_t comma = std::min(value.find(',', at), value.size());
+                const auto id = tessera::weight_format_named(value.substr(at, comma - at));
+                if (!id) {
+                    std::fprintf(stderr, "--weights: f32, bf16, q8_0 or q4_0, comma-separated\n");
+                    return 2;
+                }
+                formats.push_back(*id);
+                at = comma + 1;
+            }
+        } else {
             std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
             return 2;
         }
@@ -50,9 +66,21 @@ int main(int argc, char** argv) {
     // the same rounds, interleaved, so that their ratio is free of the machine's drift.
     const tessera::GPT2Shape shape = tessera::HfGpt2Config::read(std::string(model_dir) + "/config.json").shape;
     std::vector<std::unique_ptr<tessera::LanguageModel>> models;
-    models.push_back(tessera::open_gpt2(cpu, model_dir));
-    if (tessera::GPT2Small::shape() == shape) {
-        models.push_back(tessera::open_gpt2<tessera::GPT2Small>(cpu, model_dir));
+    std::vector<double> matrix_bytes;  // per weight of the matrices, for the traffic of each model
+    const auto bytes_per_weight = [](tessera::WeightFormatId id) {
+        return tessera::with_weight_type(id, [&]<class W>() { return double(sizeof(W)) / double(tessera::WeightFormat<W>::block); });
+    };
+    if (formats.empty()) {
+        models.push_back(tessera::open_gpt2(cpu, model_dir));
+        matrix_bytes.push_back(4.0);
+        if (tessera::GPT2Small::shape() == shape) {
+            models.push_back(tessera::open_gpt2<tessera::GPT2Small>(cpu, model_dir));
+            matrix_bytes.push_back(4.0);
+        }
+    }
+    for (const tessera::WeightFormatId id : formats) {
+        models.push_back(tessera::open_gpt2(cpu, model_dir, nullptr, id));
+        matrix_bytes.push_back(bytes_per_weight(id));
     }
     struct Timing {
         double pp = 0, tg = 0;
@@ -85,14 +113,15 @@ int main(int argc, char** argv) {
     }
     meter.sample(samples);
 
-    const tessera::bench::Gpt2Traffic traffic(shape);
-    const double step_bytes = traffic.decode_step_bytes(static_cast<double>(tg));
-    const double all_weight_bytes = traffic.resident_weight_bytes();
-    const double kv_cache_bytes = traffic.kv_cache_bytes();
     const double bw_mean = samples.mean().read_bytes_per_second;
     std::printf("%u threads; read bandwidth (1 GiB sum, sampled between the runs): mean %.1f GB/s\n", threads,
                 bw_mean / 1e9);
+    double all_weight_bytes = 0, kv_cache_bytes = 0;
     for (std::size_t m = 0; m < models.size(); ++m) {
+        const tessera::bench::Gpt2Traffic traffic(shape, matrix_bytes[m]);
+        const double step_bytes = traffic.decode_step_bytes(static_cast<double>(tg));
+        all_weight_bytes += traffic.resident_weight_bytes();
+        kv_cache_bytes += traffic.kv_cache_bytes();
         const double pp_mean = totals[m].pp / rounds, tg_mean = totals[m].tg / rounds;
         const double tg_rate = tg / tg_mean, step_rate_bytes = step_bytes * tg_rate;
         std::printf("model %s\n", models[m]->description().c_str());
@@ -101,11 +130,16 @@ int main(int argc, char** argv) {
                     tg_rate, 1e3 / tg_rate, step_bytes / 1e6, step_rate_bytes / 1e9);
         std::printf("  decode roofline fraction: %.2f\n", step_rate_bytes / bw_mean);
     }
-    if (models.size() == 2) {
+    if (formats.empty() && models.size() == 2) {
         std::printf("run-time shape / static GPT2Small: pp %.3f, tg %.3f (tokens/s ratios)\n",
                     totals[1].pp / totals[0].pp, totals[1].tg / totals[0].tg);
     }
-    std::printf("peak RSS %.1f MB (%zu model(s)); weights %.1f MB + KV cache %.1f MB = %.1f MB per model; ratio %.2f\n",
+    for (std::size_t m = 1; m < formats.size(); ++m) {
+        std::printf("%s / %s: pp %.2f, tg %.2f (tokens/s ratios)\n", std::string(tessera::weight_format_name(formats[m])).c_str(),
+                    std::string(tessera::weight_format_name(formats[0])).c_str(), totals[0].pp / totals[m].pp,
+                    totals[0].tg / totals[m].tg);
+    }
+    std::printf("peak RSS %.1f MB (%zu model(s)); weights %.1f MB + KV cache %.1f MB = %.1f MB in all; ratio %.2f\n",
                 rss / 1e6, models.size(), all_weight_bytes / 1e6, kv_cache_bytes / 1e6,
-                (all_weight_bytes + kv_cache_bytes) / 1e6, rss / (models.size() * (all_weight_bytes + kv_cache_bytes)));
+                (all_weight_bytes + kv_cache_bytes) / 1e6, rss / (all_weight_bytes + kv_cache_bytes));
 }

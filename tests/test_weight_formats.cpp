@@ -140,8 +140,11 @@ TEST_CASE("Products with bf16, Q8_0 and Q4_0 weights match double-precision refe
         check_products<Q4_0>(m, 70, 96);
     }
     check_products<bf16>(1, 33, 17);     // bf16 has no blocks: a masked tail
-    check_products<Q8_0>(1, 130, 800);   // an odd number of blocks per row
-    check_products<Q4_0>(1, 130, 800);
+    // One row: the vector kernel takes eight blocks per step, then the rest one by one.
+    for (std::size_t k : {256, 576, 768, 800, 3072}) {
+        check_products<Q8_0>(1, 130, k);
+        check_products<Q4_0>(1, 130, k);
+    }
     check_products<Q8_0>(40, 130, 800);  // several panels
 }
 

@@ -6,7 +6,8 @@
 fuzz_tokenizer: texts; fuzz_tokenizer_files: a 300-token vocabulary (GPT-2's byte alphabet and
 its first merges) + NUL + merges; fuzz_safetensors: the "seed" checkpoint in F32, F16, BF16;
 fuzz_config: config.json files; fuzz_checkpoint: config.json + NUL + model.safetensors;
-fuzz_json: config.json, a safetensors header and JSON with every kind of value and escape.
+fuzz_json: config.json, a safetensors header and JSON with every kind of value and escape;
+fuzz_gguf: tests/data/gguf/sample.gguf (tools/gguf_writer.py).
 """
 import json
 import pathlib
@@ -58,4 +59,7 @@ for name, (n_layer, n_head, n_embd, n_ctx, vocab_size, *rest) in gpt2_reference.
     put("fuzz_config", f"{name}.json", json.dumps(cfg))
 put("fuzz_json", "values.json", '{"a": [0, -0, 1.5e-3, 18446744073709551616, true, false, null], '
     '"s": "\\"\\\\\\/\\b\\f\\n\\r\\t\\u00e9\\ud83d\\ude00é", "o": {"x": {}, "y": []}}')
+gguf = out / "fuzz_gguf"
+gguf.mkdir(parents=True, exist_ok=True)
+(gguf / "sample.gguf").write_bytes((root / "tests/data/gguf/sample.gguf").read_bytes())  # tools/gguf_writer.py
 print(f"wrote {sum(1 for _ in out.rglob('*') if _.is_file())} seeds under {out}")

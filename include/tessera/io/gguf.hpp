@@ -1,0 +1,353 @@
+#pragma once
+// GgufFile: a validated reader of GGUF v3 files (the format of llama.cpp / ggml; ggml's
+// docs/gguf.md): a header, key-value metadata, tensor descriptions, then the aligned tensor
+// data. Like SafetensorsFile, everything is checked before it is used, and every error names the
+// file and the key or tensor: counts and lengths against the bytes left (no allocation a corrupt
+// count asks for), value and tensor types, dimensions (at most 4, no overflow), the alignment
+// and every tensor's offset and size against the data region, overlaps, duplicate keys and
+// names, strings as UTF-8.
+//
+// Dimensions are kept in ggml's order: ne[0] is the innermost (contiguous) one, so a PyTorch
+// [out, in] weight has ne = {in, out}.
+#include <algorithm>    // std::sort
+#include <array>        // std::array
+#include <cstddef>      // std::byte, std::size_t
+#include <cstdint>      // std::uint32_t, std::uint64_t
+#include <cstring>      // std::memcpy
+#include <filesystem>   // std::filesystem::path
+#include <map>          // std::map
+#include <optional>     // std::optional
+#include <span>         // std::span
+#include <string>       // std::string
+#include <string_view>  // std::string_view
+#include <utility>      // std::move
+#include <vector>       // std::vector
+
+#include <tessera/core/error.hpp>         // FormatError
+#include <tessera/io/read_only_file.hpp>  // ReadOnlyFile
+#include <tessera/text/utf8.hpp>          // utf8::first_invalid
+
+namespace tessera::io {
+
+// The tensor types tessera reads (ggml_type numbers).
+enum class GgmlType : std::uint32_t { f32 = 0, f16 = 1, q4_0 = 2, q8_0 = 8, bf16 = 30 };
+
+inline std::optional<GgmlType> ggml_type(std::uint32_t t) noexcept {
+    switch (t) {
+        case 0: return GgmlType::f32;
+        case 1: return GgmlType::f16;
+        case 2: return GgmlType::q4_0;
+        case 8: return GgmlType::q8_0;
+        case 30: return GgmlType::bf16;
+        default: return std::nullopt;
+    }
+}
+inline std::string_view ggml_type_name(GgmlType t) noexcept {
+    switch (t) {
+        case GgmlType::f32: return "F32";
+        case GgmlType::f16: return "F16";
+        case GgmlType::q4_0: return "Q4_0";
+        case GgmlType::q8_0: return "Q8_0";
+        case GgmlType::bf16: return "BF16";
+    }
+    return "?";
+}
+// Elements per block and bytes per block.
+inline std::size_t ggml_block_elements(GgmlType t) noexcept { return t == GgmlType::q4_0 || t == GgmlType::q8_0 ? 32 : 1; }
+inline std::size_t ggml_block_bytes(GgmlType t) noexcept {
+    switch (t) {
+        case GgmlType::f32: return 4;
+        case GgmlType::q4_0: return 18;
+        case GgmlType::q8_0: return 34;
+        default: return 2;
+    }
+}
+
+// A metadata value: a scalar, a string, or an array of one type.
+struct GgufValue {
+    enum class Type : std::uint32_t { u8, i8, u16, i16, u32, i32, f32, boolean, string, array, u64, i64, f64 };
+    Type type = Type::u8;
+    std::uint64_t unsigned_value = 0;  // u8..u64, bool
+    std::int64_t signed_value = 0;     // i8..i64
+    double real_value = 0.0;           // f32, f64
+    std::string text;                  // string
+    Type element_type = Type::u8;      // array
+    std::vector<GgufValue> elements;   // array
+
+    bool is_unsigned() const noexcept { return type == Type::u8 || type == Type::u16 || type == Type::u32 || type == Type::u64; }
+    bool is_signed() const noexcept { return type == Type::i8 || type == Type::i16 || type == Type::i32 || type == Type::i64; }
+    bool is_real() const noexcept { return type == Type::f32 || type == Type::f64; }
+};
+
+struct GgufTensorInfo {
+    std::string name;
+    GgmlType type = GgmlType::f32;
+    std::vector<std::uint64_t> ne;  // ggml order: ne[0] innermost
+    std::uint64_t offset = 0;       // within the data region
+    std::uint64_t bytes = 0;
+    std::uint64_t elements() const noexcept {
+        std::uint64_t n = 1;
+        for (const std::uint64_t d : ne) n *= d;
+        return n;
+    }
+};
+
+class GgufFile {
+public:
+    static constexpr std::size_t max_dims = 4;
+    static constexpr std::size_t max_nesting = 2;  // arrays of arrays, at most
+
+    explicit GgufFile(const std::filesystem::path& path) : file_(path) { parse(); }
+
+    const std::string& path() const noexcept { return file_.path(); }
+    std::uint32_t version() const noexcept { return version_; }
+    std::uint64_t alignment() const noexcept { return alignment_; }
+    std::uint64_t data_offset() const noexcept { return data_start_; }  // where the tensor data starts
+    const std::map<std::string, GgufValue>& metadata() const noexcept { return metadata_; }
+    const std::vector<GgufTensorInfo>& tensors() const noexcept { return tensors_; }
+
+    const GgufValue* find(const std::string& key) const {
+        const auto it = metadata_.find(key);
+        return it == metadata_.end() ? nullptr : &it->second;
+    }
+    // Typed metadata: a FormatError naming the key when it is missing or of another type.
+    std::uint64_t unsigned_value(const std::string& key) const {
+        const GgufValue& v = required(key);
+        if (!v.is_unsigned()) fail("metadata '" + key + "' is not an unsigned integer");
+        return v.unsigned_value;
+    }
+    double real_value(const std::string& key) const {
+        const GgufValue& v = required(key);
+        if (!v.is_real()) fail("metadata '" + key + "' is not a floating-point number");
+        return v.real_value;
+    }
+    const std::string& string_value(const std::string& key) const {
+        const GgufValue& v = required(key);
+        if (v.type != GgufValue::Type::string) fail("metadata '" + key + "' is not a string");
+        return v.text;
+    }
+    const std::vector<GgufValue>& array_value(const std::string& key, GgufValue::Type element) const {
+        const GgufValue& v = required(key);
+        if (v.type != GgufValue::Type::array || v.element_type != element) fail("metadata '" + key + "' is not an array of the expected type");
+        return v.elements;
+    }
+
+    const GgufTensorInfo* find_tensor(std::string_view name) const {
+        for (const GgufTensorInfo& t : tensors_)
+            if (t.name == name) return &t;
+        return nullptr;
+    }
+    const GgufTensorInfo& tensor(std::string_view name) const {
+        const GgufTensorInfo* t = find_tensor(name);
+        if (t == nullptr) fail("tensor '" + std::string(name) + "' is missing");
+        return *t;
+    }
+    // The tensor's bytes as stored; dst must hold exactly t.bytes.
+    void read(const GgufTensorInfo& t, std::span<std::byte> dst) const {
+        if (dst.size() != t.bytes) fail("tensor '" + t.name + "': " + std::to_string(dst.size()) + " bytes asked for, it has " + std::to_string(t.bytes));
+        file_.read(static_cast<std::size_t>(data_start_ + t.offset), dst);
+    }
+
+private:
+    [[noreturn]] void fail(const std::string& what) const { throw FormatError(path() + ": " + what); }
+
+    const GgufValue& required(const std::string& key) const {
+        const GgufValue* v = find(key);
+        if (v == nullptr) fail("metadata '" + key + "' is missing");
+        return *v;
+    }
+
+    // Sequential reads through a window of the file.
+    class Cursor {
+    public:
+        explicit Cursor(const GgufFile& f) : f_(f) {}
+        std::uint64_t position() const noexcept { return pos_; }
+        std::uint64_t left() const noexcept { return f_.file_.size() - pos_; }
+
+        void take(void* dst, std::uint64_t n, const std::string& what) {
+            if (n > left()) {
+                f_.fail("truncated: " + what + " needs " + std::to_string(n) + " bytes at byte " + std::to_string(pos_) + ", " +
+                        std::to_string(left()) + " are left");
+            }
+            auto* out = static_cast<std::byte*>(dst);
+            while (n > 0) {
+                if (pos_ < window_start_ || pos_ >= window_start_ + window_.size()) refill();
+                const std::uint64_t at = pos_ - window_start_;
+                const std::uint64_t chunk = std::min<std::uint64_t>(n, window_.size() - at);
+                std::memcpy(out, window_.data() + at, static_cast<std::size_t>(chunk));
+                out += chunk;
+                pos_ += chunk;
+                n -= chunk;
+            }
+        }
+        template <class T>
+        T scalar(const std::string& what) {
+            T v{};
+            take(&v, sizeof v, what);  // little-endian, as the host (x86-64, AArch64)
+            return v;
+        }
+        std::string string(const std::string& what) {
+            const auto n = scalar<std::uint64_t>(what + ": length");
+            if (n > left()) {
+                f_.fail("truncated: " + what + " is " + std::to_string(n) + " bytes long at byte " + std::to_string(pos_) +
+                        ", " + std::to_string(left()) + " are left");
+            }
+            std::string s(static_cast<std::size_t>(n), '\0');
+            take(s.data(), n, what);
+            if (utf8::first_invalid(s) != s.size()) f_.fail(what + " is not valid UTF-8");
+            return s;
+        }
+
+    private:
+        void refill() {
+            window_start_ = pos_;
+            window_.resize(static_cast<std::size_t>(std::min<std::uint64_t>(left(), 1 << 20)));
+            f_.file_.read(static_cast<std::size_t>(pos_), window_);
+        }
+        const GgufFile& f_;
+        std::uint64_t pos_ = 0, window_start_ = 0;
+        std::vector<std::byte> window_;
+    };
+
+    static std::uint64_t smallest_encoding(GgufValue::Type t) noexcept {
+        using T = GgufValue::Type;
+        switch (t) {
+            case T::u8: case T::i8: case T::boolean: return 1;
+            case T::u16: case T::i16: return 2;
+            case T::u32: case T::i32: case T::f32: return 4;
+            case T::array: return 12;  // element type and length
+            default: return 8;         // 64-bit scalars, a string's length
+        }
+    }
+
+    // One value of `type`; errors name the key (an array's elements, the array's key).
+    GgufValue value(Cursor& in, std::uint32_t type, const std::string& key, std::size_t depth) {
+        using T = GgufValue::Type;
+        if (type > static_cast<std::uint32_t>(T::f64)) fail("metadata '" + key + "' has unknown value type " + std::to_string(type));
+        GgufValue v;
+        v.type = static_cast<T>(type);
+        const std::string what = "metadata '" + key + "'";
+        switch (v.type) {
+            case T::u8: v.unsigned_value = in.scalar<std::uint8_t>(what); break;
+            case T::u16: v.unsigned_value = in.scalar<std::uint16_t>(what); break;
+            case T::u32: v.unsigned_value = in.scalar<std::uint32_t>(what); break;
+            case T::u64: v.unsigned_value = in.scalar<std::uint64_t>(what); break;
+            case T::i8: v.signed_value = in.scalar<std::int8_t>(what); break;
+            case T::i16: v.signed_value = in.scalar<std::int16_t>(what); break;
+            case T::i32: v.signed_value = in.scalar<std::int32_t>(what); break;
+            case T::i64: v.signed_value = in.scalar<std::int64_t>(what); break;
+            case T::f32: v.real_value = in.scalar<float>(what); break;
+            case T::f64: v.real_value = in.scalar<double>(what); break;
+            case T::boolean: {
+                const auto b = in.scalar<std::uint8_t>(what);
+                if (b > 1) fail(what + " is a bool of value " + std::to_string(b));
+                v.unsigned_value = b;
+                break;
+            }
+            case T::string: v.text = in.string(what); break;
+            case T::array: {
+                if (depth >= max_nesting) fail(what + " nests arrays deeper than " + std::to_string(max_nesting));
+                const auto element = in.scalar<std::uint32_t>(what + ": element type");
+                if (element > static_cast<std::uint32_t>(T::f64)) fail(what + " is an array of unknown type " + std::to_string(element));
+                const auto count = in.scalar<std::uint64_t>(what + ": length");
+                // Each element takes at least its smallest encoding: a count beyond what the bytes
+                // left can hold is corrupt, refused before anything is allocated for it.
+                if (count > in.left() / smallest_encoding(static_cast<T>(element))) {
+                    fail(what + " claims " + std::to_string(count) + " elements but " + std::to_string(in.left()) +
+                         " bytes are left");
+                }
+                v.element_type = static_cast<T>(element);
+                v.elements.reserve(static_cast<std::size_t>(count));
+                for (std::uint64_t i = 0; i < count; ++i) v.elements.push_back(value(in, element, key, depth + 1));
+                break;
+            }
+        }
+        return v;
+    }
+
+    void parse() {
+        Cursor in(*this);
+        std::array<char, 4> magic{};
+        in.take(magic.data(), 4, "the magic number");
+        if (std::string_view(magic.data(), 4) != "GGUF") fail("not a GGUF file (it does not start with \"GGUF\")");
+        version_ = in.scalar<std::uint32_t>("the version");
+        if (version_ != 3) fail("GGUF version " + std::to_string(version_) + " is not supported (version 3 is)");
+        const auto tensor_count = in.scalar<std::uint64_t>("the tensor count");
+        const auto kv_count = in.scalar<std::uint64_t>("the metadata count");
+        // A key-value pair takes at least 13 bytes, a tensor description at least 24.
+        if (kv_count > in.left() / 13) fail("the header claims " + std::to_string(kv_count) + " metadata entries; the file is too short for them");
+        if (tensor_count > in.left() / 24) fail("the header claims " + std::to_string(tensor_count) + " tensors; the file is too short for them");
+        for (std::uint64_t i = 0; i < kv_count; ++i) {
+            std::string key = in.string("metadata key " + std::to_string(i));
+            const auto type = in.scalar<std::uint32_t>("metadata '" + key + "': type");
+            GgufValue v = value(in, type, key, 0);
+            if (!metadata_.emplace(key, std::move(v)).second) fail("metadata '" + key + "' appears twice");
+        }
+        if (const GgufValue* a = find("general.alignment")) {
+            if (a->type != GgufValue::Type::u32 || a->unsigned_value == 0 || (a->unsigned_value & (a->unsigned_value - 1)) != 0) {
+                fail("general.alignment must be a power of two (u32)");
+            }
+            alignment_ = a->unsigned_value;
+        }
+        tensors_.reserve(static_cast<std::size_t>(tensor_count));
+        for (std::uint64_t i = 0; i < tensor_count; ++i) {
+            GgufTensorInfo t;
+            t.name = in.string("tensor name " + std::to_string(i));
+            const std::string what = "tensor '" + t.name + "'";
+            const auto dims = in.scalar<std::uint32_t>(what + ": dimension count");
+            if (dims == 0 || dims > max_dims) fail(what + " has " + std::to_string(dims) + " dimensions (1 to 4 are allowed)");
+            std::uint64_t elements = 1;
+            for (std::uint32_t d = 0; d < dims; ++d) {
+                const auto n = in.scalar<std::uint64_t>(what + ": dimensions");
+                if (n == 0 || n > (std::uint64_t{1} << 48) / elements) fail(what + " has a dimension of " + std::to_string(n) + " (zero, or too large)");
+                elements *= n;
+                t.ne.push_back(n);
+            }
+            const auto type = in.scalar<std::uint32_t>(what + ": type");
+            const auto known = ggml_type(type);
+            if (!known) fail(what + " has ggml type " + std::to_string(type) + ", which is not supported (F32, F16, BF16, Q8_0, Q4_0 are)");
+            t.type = *known;
+            if (t.ne[0] % ggml_block_elements(t.type) != 0) {
+                fail(what + " is " + std::string(ggml_type_name(t.type)) + " but its rows of " + std::to_string(t.ne[0]) +
+                     " are not whole blocks of " + std::to_string(ggml_block_elements(t.type)));
+            }
+            t.bytes = elements / ggml_block_elements(t.type) * ggml_block_bytes(t.type);
+            t.offset = in.scalar<std::uint64_t>(what + ": offset");
+            if (t.offset % alignment_ != 0) fail(what + " has offset " + std::to_string(t.offset) + ", not a multiple of the alignment " + std::to_string(alignment_));
+            tensors_.push_back(std::move(t));
+        }
+        data_start_ = (in.position() + alignment_ - 1) / alignment_ * alignment_;
+        const std::uint64_t size = file_.size();
+        if (data_start_ > size) fail("truncated: the tensor data would start at byte " + std::to_string(data_start_) + " of " + std::to_string(size));
+        const std::uint64_t data_size = size - data_start_;
+        std::vector<const GgufTensorInfo*> by_offset;
+        for (const GgufTensorInfo& t : tensors_) {
+            if (t.offset > data_size || t.bytes > data_size - t.offset) {
+                fail("tensor '" + t.name + "' (" + std::to_string(t.bytes) + " bytes at offset " + std::to_string(t.offset) +
+                     ") runs past the end of the data (" + std::to_string(data_size) + " bytes)");
+            }
+            by_offset.push_back(&t);
+        }
+        std::sort(by_offset.begin(), by_offset.end(), [](auto* a, auto* b) { return a->offset < b->offset; });
+        for (std::size_t i = 1; i < by_offset.size(); ++i) {
+            if (by_offset[i]->offset < by_offset[i - 1]->offset + by_offset[i - 1]->bytes) {
+                fail("tensors '" + by_offset[i - 1]->name + "' and '" + by_offset[i]->name + "' overlap");
+            }
+        }
+        std::vector<std::string_view> names;
+        for (const GgufTensorInfo& t : tensors_) names.emplace_back(t.name);
+        std::sort(names.begin(), names.end());
+        if (const auto twice = std::adjacent_find(names.begin(), names.end()); twice != names.end()) {
+            fail("tensor '" + std::string(*twice) + "' appears twice");
+        }
+    }
+
+    ReadOnlyFile file_;
+    std::uint32_t version_ = 0;
+    std::uint64_t alignment_ = 32;
+    std::uint64_t data_start_ = 0;
+    std::map<std::string, GgufValue> metadata_;
+    std::vector<GgufTensorInfo> tensors_;
+};
+
+}  // namespace tessera::io

@@ -40,7 +40,7 @@ std::string stored_bytes(const std::vector<float>& x) {
 
 // Double-precision reference of c = a · wᵀ where w holds the dequantized weights. With
 // `quantized_activations`, a's rows are first quantized the way the one-row integer kernels do
-// (per 32: scale max|x| / 127, round half away from zero), so the kernel and the reference
+// (per 32: scale max|x| / 127, round to nearest, ties to even), so the kernel and the reference
 // compute the same sum and only the order of float additions differs.
 std::vector<double> reference(const std::vector<float>& a, const std::vector<float>& w, std::size_t m, std::size_t n,
                               std::size_t k, bool quantized_activations) {
@@ -50,7 +50,7 @@ std::vector<double> reference(const std::vector<float>& a, const std::vector<flo
             float amax = 0.0f;
             for (std::size_t j = 0; j < 32; ++j) amax = std::fmax(amax, std::fabs(a[b * 32 + j]));
             const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
-            for (std::size_t j = 0; j < 32; ++j) x[b * 32 + j] = std::round(a[b * 32 + j] * id) * (amax / 127.0f);
+            for (std::size_t j = 0; j < 32; ++j) x[b * 32 + j] = std::nearbyint(a[b * 32 + j] * id) * (amax / 127.0f);
         }
     }
     std::vector<double> c(m * n, 0.0);
@@ -177,3 +177,27 @@ TEST_CASE("Weight format names", "[formats]") {
     CHECK(weight_format_name(WeightFormatId::bf16) == "bf16");
     CHECK(weight_format_name(WeightFormatId::f32) == "f32");
 }
+
+#if TESSERA_HAS_AVX512_KERNELS
+TEST_CASE("The vector activation quantization gives the portable one's bits", "[formats]") {
+    if (!cpu::has_avx512_vnni()) {
+        WARN("no AVX-512 VNNI on this machine: nothing to compare");
+        return;
+    }
+    std::mt19937 rng(5);
+    std::normal_distribution<float> normal;
+    std::vector<float> x(32 * 40);
+    for (float& v : x) v = normal(rng);
+    for (std::size_t j = 0; j < 32; ++j) x[j] = static_cast<float>(j) - 15.5f;  // ties: 127 / 16 * (j - 15.5)
+    x[32] = 127.0f;                                                             // a block with scale 1
+    for (std::size_t j = 1; j < 32; ++j) x[32 + j] = static_cast<float>(j) + 0.5f;
+    cpu::QuantizedRow portable, vector;
+    portable.assign(x.data(), x.size());
+    vector.reserve(x.size());
+    cpu::avx512vnni::quantize_row(vector, x.data(), x.size());
+    CHECK(portable.q == vector.q);
+    CHECK(portable.d == vector.d);
+    CHECK(vector.q[33] == 2);  // 1.5 -> 2 and 2.5 -> 2: ties to even
+    CHECK(vector.q[34] == 2);
+}
+#endif

@@ -34,18 +34,27 @@ struct QuantizedRow {
     // For Q4_0's nibbles (weight + 8): -8 times each group of four consecutive q.
     std::vector<std::int32_t> minus_8x;
 
-    // x(k), k a multiple of 32: each block scaled so that its largest magnitude becomes 127.
-    void assign(const float* x, std::size_t k) {
+    void reserve(std::size_t k) {
         if (q.size() < k) q.resize(k);
         if (d.size() < k / 32) d.resize(k / 32);
+        if (minus_8x.size() < k / 4) minus_8x.resize(k / 4);
+    }
+
+    // x(k), k a multiple of 32: each block scaled so that its largest magnitude becomes 127,
+    // rounded to nearest, ties to even (what the vector kernels' conversion does; the same
+    // bits either way).
+    void assign(const float* x, std::size_t k) {
+        reserve(k);
         for (std::size_t b = 0; b < k / 32; ++b) {
             float amax = 0.0f;
-            for (std::size_t j = 0; j < 32; ++j) amax = std::fmax(amax, std::fabs(x[b * 32 + j]));
+            for (std::size_t j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[b * 32 + j]));
             d[b] = amax / 127.0f;
             const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
-            for (std::size_t j = 0; j < 32; ++j) q[b * 32 + j] = static_cast<std::int8_t>(std::round(x[b * 32 + j] * id));
+            for (std::size_t j = 0; j < 32; ++j) q[b * 32 + j] = static_cast<std::int8_t>(std::nearbyint(x[b * 32 + j] * id));
         }
-        if (minus_8x.size() < k / 4) minus_8x.resize(k / 4);
+    }
+    // Q4_0's products also need -8 times each group of four q.
+    void sum_groups(std::size_t k) {
         for (std::size_t i = 0; i < k / 4; ++i) minus_8x[i] = -8 * (q[4 * i] + q[4 * i + 1] + q[4 * i + 2] + q[4 * i + 3]);
     }
 };
@@ -174,6 +183,21 @@ inline float dot(const W* w, const float*, const QuantizedRow& x, std::size_t k)
     return s;
 }
 
+// QuantizedRow::assign with vectors: 32 values per step, the same bits.
+inline void quantize_row(QuantizedRow& row, const float* x, std::size_t k) noexcept {
+    const __m512 sign = _mm512_set1_ps(-0.0f);
+    for (std::size_t b = 0; b < k / 32; ++b) {
+        const __m512 lo = _mm512_loadu_ps(x + b * 32), hi = _mm512_loadu_ps(x + b * 32 + 16);
+        const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_andnot_ps(sign, lo), _mm512_andnot_ps(sign, hi)));
+        row.d[b] = amax / 127.0f;
+        const __m512 id = _mm512_set1_ps(amax != 0.0f ? 127.0f / amax : 0.0f);
+        // cvtps2dq rounds to nearest, ties to even, as nearbyint does in the default mode.
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(row.q.data() + b * 32), _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(lo, id))));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(row.q.data() + b * 32 + 16),
+                         _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(hi, id))));
+    }
+}
+
 inline __m512 widen(__m256i bf16s) noexcept {  // 16 bf16 to float: the bits shifted up
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bf16s), 16));
 }
@@ -214,7 +238,16 @@ template <class W>
     constexpr bool integer = !std::is_same_v<W, bf16>;
     thread_local QuantizedRow caller_row;  // grows once per calling thread
     QuantizedRow& xq = caller_row;          // (the workers read the caller's, not their own)
-    if constexpr (integer) xq.assign(x, k);
+    if constexpr (integer) {
+        xq.reserve(k);
+#if TESSERA_HAS_AVX512_KERNELS
+        if (has_avx512_vnni()) avx512vnni::quantize_row(xq, x, k);
+        else xq.assign(x, k);
+#else
+        xq.assign(x, k);
+#endif
+        if constexpr (std::is_same_v<W, Q4_0>) xq.sum_groups(k);
+    }
     const std::size_t stored = stored_elements<W>(k);
     pool.parallel_for(n, 16, [&](std::size_t begin, std::size_t end) {
 #if TESSERA_HAS_AVX512_KERNELS

@@ -150,6 +150,21 @@ TEST_CASE("Stored weights: logits match the reference of the weights each format
     check.template operator()<Q4_0>(2e-2);
 }
 
+// GPT-2's vocabulary (50,257 x 32): the embedding is read and quantized 8,192 rows at a time.
+TEST_CASE("Stored weights: a large embedding quantized in chunks as it loads", "[gpt2][formats]") {
+    const auto tokens = fixture_tokens();
+    const auto want = reference_logits("vocab", "logits-q8_0.f64");
+    Cpu cpu(2);
+    load_gpt2_as<Q8_0>(cpu, fixtures + "/vocab", [&](auto& model) {
+        const auto got = model.prefill_all(tokens);
+        REQUIRE(got.size() == want.size());
+        double worst = 0;
+        for (std::size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::fabs(got[i] - want[i]));
+        INFO("max abs difference " << worst);
+        CHECK(worst <= 1e-4);
+    });
+}
+
 // As above for float weights: once the first prompt has run, decoding allocates nothing (the
 // quantized activation row and the dequantization panels grow once per thread).
 TEST_CASE("The decode step allocates nothing with Q8_0 and bf16 weights", "[gpt2][formats]") {

@@ -30,6 +30,9 @@ for fmt in bf16 q8_0 q4_0; do
   [ -f "$out/tiny/logits-$fmt.f64" ] || $ref logits --model "$out/tiny" --tokens "$tokens" --weights "$fmt" \
       --out "$out/tiny/logits-$fmt.f64"
 done
+# and vocab (50,257 x 32: its embedding is quantized in several chunks as it loads)
+[ -f "$out/vocab/logits-q8_0.f64" ] || $ref logits --model "$out/vocab" --tokens "$tokens" --weights q8_0 \
+    --out "$out/vocab/logits-q8_0.f64"
 cp "$here/../tests/data/gpt2/vocab.json" "$here/../tests/data/gpt2/merges.txt" "$out/vocab/"  # a complete model directory
 mkdir -p "$out/tiny-with-gpt2-tokenizer"  # a tokenizer that does not belong to the model
 cp "$out/tiny/config.json" "$out/tiny/model.safetensors" "$out/vocab/vocab.json" "$out/vocab/merges.txt" \

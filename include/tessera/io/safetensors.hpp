@@ -74,7 +74,17 @@ public:
             throw FormatError(path() + ": tensor '" + t.name + "' has " + std::to_string(t.elements()) +
                               " elements but " + std::to_string(dst.size()) + " were expected");
         }
-        const std::size_t offset = data_start_ + t.begin;
+        read_float_range(t, 0, dst);
+    }
+
+    // Elements [first, first + dst.size()) of the tensor, the same way (a part of a large tensor
+    // at a time: quantizing GPT-2's 154 MB embedding never holds all of it as float).
+    void read_float_range(const TensorInfo& t, std::size_t first_element, std::span<float> dst) const {
+        if (first_element > t.elements() || dst.size() > t.elements() - first_element) {
+            throw FormatError(path() + ": tensor '" + t.name + "' has " + std::to_string(t.elements()) + " elements, not [" +
+                              std::to_string(first_element) + ", " + std::to_string(first_element + dst.size()) + ")");
+        }
+        const std::size_t offset = data_start_ + t.begin + first_element * dtype_size(t.dtype);
         if (t.dtype == DType::f32) {
             file_.read(offset, std::as_writable_bytes(dst));  // little-endian host assumed
         } else {
@@ -93,7 +103,7 @@ public:
         for (std::size_t i = 0; i < dst.size(); ++i) {
             if (!std::isfinite(dst[i])) {
                 fail("tensor '" + t.name + "' holds " + (std::isnan(dst[i]) ? "NaN" : "an infinity") + " at element " +
-                     std::to_string(i));
+                     std::to_string(first_element + i));
             }
         }
     }

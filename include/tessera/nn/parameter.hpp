@@ -1,6 +1,7 @@
 #pragma once
 // Loading one named weight from a checkpoint, checking its shape against the model's
 // (transposing Hugging Face's Conv1D [in, out] to [out, in] is Linear's job).
+#include <algorithm>  // std::max, std::min
 #include <cstddef>  // std::size_t
 #include <span>     // std::span
 #include <string>   // std::string
@@ -63,7 +64,19 @@ struct WeightSource {
     // backend's memory is host memory, so a 150 MB embedding is never held twice.
     template <class T>
     void read_into(const std::string& name, const std::vector<std::size_t>& shape, T& tensor) const {
-        if constexpr (!std::is_same_v<typename T::value_type, float>) {
+        using W = typename T::value_type;
+        if constexpr (!std::is_same_v<W, float> && T::backend_type::host_accessible) {
+            // Quantized straight into host memory, 1 MB of floats at a time (whole rows).
+            const io::TensorInfo& t = checked(name, shape);
+            const std::size_t row = shape.back(), rows = t.elements() / row;
+            const std::size_t step = std::max<std::size_t>(1, (std::size_t{1} << 18) / row);
+            std::vector<float> chunk(std::min(rows, step) * row);
+            for (std::size_t r = 0; r < rows; r += step) {
+                const std::size_t n = std::min(step, rows - r) * row;
+                file.read_float_range(t, r * row, std::span(chunk.data(), n));
+                WeightFormat<W>::quantize(chunk.data(), tensor.data() + r * row / WeightFormat<W>::block, n);
+            }
+        } else if constexpr (!std::is_same_v<W, float>) {
             store_weights(std::span<const float>(read(name, shape)), tensor);
         } else if constexpr (T::backend_type::host_accessible) {
             file.read_float(checked(name, shape), std::span<float>(tensor.data(), tensor.size()));

@@ -31,12 +31,15 @@ namespace tessera::cpu {
 struct QuantizedRow {
     std::vector<std::int8_t> q;
     std::vector<float> d;
-    // For Q4_0's nibbles (weight + 8): -8 times each group of four consecutive q.
+    // For Q4_0's vector kernel: each pair of blocks b, b + 1 reordered as the nibbles unpack,
+    // [b 0-15, b+1 0-15, b 16-31, b+1 16-31], and -8 times each group of four of those.
+    std::vector<std::int8_t> q_pairs;
     std::vector<std::int32_t> minus_8x;
 
     void reserve(std::size_t k) {
         if (q.size() < k) q.resize(k);
         if (d.size() < k / 32) d.resize(k / 32);
+        if (q_pairs.size() < k) q_pairs.resize(k);
         if (minus_8x.size() < k / 4) minus_8x.resize(k / 4);
     }
 
@@ -53,9 +56,19 @@ struct QuantizedRow {
             for (std::size_t j = 0; j < 32; ++j) q[b * 32 + j] = static_cast<std::int8_t>(std::nearbyint(x[b * 32 + j] * id));
         }
     }
-    // Q4_0's products also need -8 times each group of four q.
-    void sum_groups(std::size_t k) {
-        for (std::size_t i = 0; i < k / 4; ++i) minus_8x[i] = -8 * (q[4 * i] + q[4 * i + 1] + q[4 * i + 2] + q[4 * i + 3]);
+    // q_pairs and minus_8x from q, for the whole pairs of blocks of a row of k.
+    void pair_for_nibbles(std::size_t k) {
+        const std::size_t paired = k / 64 * 64;
+        for (std::size_t b = 0; b < paired; b += 64) {
+            for (std::size_t j = 0; j < 16; ++j) {
+                q_pairs[b + j] = q[b + j];
+                q_pairs[b + 16 + j] = q[b + 32 + j];
+                q_pairs[b + 32 + j] = q[b + 16 + j];
+                q_pairs[b + 48 + j] = q[b + 48 + j];
+            }
+        }
+        for (std::size_t i = 0; i < paired / 4; ++i)
+            minus_8x[i] = -8 * (q_pairs[4 * i] + q_pairs[4 * i + 1] + q_pairs[4 * i + 2] + q_pairs[4 * i + 3]);
     }
 };
 
@@ -120,14 +133,13 @@ inline __m512i weights(const Q8_0* w, std::size_t b) noexcept {
 }
 // (Named functions, not lambdas, throughout: a lambda's function-pointer thunk would not get
 // this region's target attribute, and returning a vector from it breaks the ABI.)
-// Blocks b and b + 1 of a Q4_0 row as unsigned nibbles 0-15 in weight order.
+// Blocks b and b + 1 of a Q4_0 row as unsigned nibbles 0-15, in the order they unpack:
+// [b 0-15, b+1 0-15, b 16-31, b+1 16-31] (the activations are reordered to match, once per row).
 inline __m512i nibbles(const Q4_0* w, std::size_t b) noexcept {
     const __m256i packed = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w[b].qs))),
                                                    _mm_loadu_si128(reinterpret_cast<const __m128i*>(w[b + 1].qs)), 1);
-    const __m256i low = _mm256_and_si256(packed, _mm256_set1_epi8(15));                       // weights 0-15 of each
-    const __m256i high = _mm256_and_si256(_mm256_srli_epi16(packed, 4), _mm256_set1_epi8(15));  // weights 16-31
-    return _mm512_permutex2var_epi64(_mm512_castsi256_si512(low), _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11),
-                                     _mm512_castsi256_si512(high));
+    const __m512i both = _mm512_inserti64x4(_mm512_castsi256_si512(packed), _mm256_srli_epi16(packed, 4), 1);
+    return _mm512_and_si512(both, _mm512_set1_epi8(15));
 }
 
 // W row · x for a Q8_0 row of k weights (k a multiple of 32): two blocks (64 weights) per
@@ -144,7 +156,7 @@ inline __m512i pair_sums(const Q8_0* w, const QuantizedRow& x, std::size_t b) no
 }
 inline __m512i pair_sums(const Q4_0* w, const QuantizedRow& x, std::size_t b) noexcept {
     return _mm512_dpbusd_epi32(_mm512_loadu_si512(x.minus_8x.data() + b * 8), nibbles(w, b),
-                               _mm512_loadu_si512(x.q.data() + b * 32));
+                               _mm512_loadu_si512(x.q_pairs.data() + b * 32));
 }
 
 // The scales of blocks [b, b + 8) (w's times x's) in lanes 0-7: the eight f16 scales widened
@@ -158,10 +170,13 @@ inline __m512 eight_scales(const W* w, const QuantizedRow& x, std::size_t b) noe
     return _mm512_castps256_ps512(_mm256_mul_ps(_mm256_cvtph_ps(bits), _mm256_loadu_ps(x.d.data() + b)));
 }
 
-// Lanes 0-7 = scales[2p], lanes 8-15 = scales[2p + 1]: pair p's scales over its partial sums.
+// Pair p's two scales (scales[2p], scales[2p + 1]) over its partial sums: Q8_0's lanes 0-7 are
+// the first block's, 8-15 the second's; Q4_0's alternate by four (the nibbles' order).
+template <class W>
 inline __m512 spread(__m512 scales, int p) noexcept {
-    const __m512i pick = _mm512_add_epi32(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1), _mm512_set1_epi32(2 * p));
-    return _mm512_permutexvar_ps(pick, scales);
+    const __m512i first = std::is_same_v<W, Q8_0> ? _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1)
+                                                  : _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1);
+    return _mm512_permutexvar_ps(_mm512_add_epi32(first, _mm512_set1_epi32(2 * p)), scales);
 }
 
 // W row · x for a Q8_0 or Q4_0 row of k weights (k a multiple of 32): eight blocks per step
@@ -173,10 +188,10 @@ inline float dot(const W* w, const float*, const QuantizedRow& x, std::size_t k)
     std::size_t b = 0;
     for (; b + 8 <= nb; b += 8) {
         const __m512 scales = eight_scales(w, x, b);
-        acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(pair_sums(w, x, b)), spread(scales, 0), acc0);
-        acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(pair_sums(w, x, b + 2)), spread(scales, 1), acc1);
-        acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(pair_sums(w, x, b + 4)), spread(scales, 2), acc0);
-        acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(pair_sums(w, x, b + 6)), spread(scales, 3), acc1);
+        acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(pair_sums(w, x, b)), spread<W>(scales, 0), acc0);
+        acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(pair_sums(w, x, b + 2)), spread<W>(scales, 1), acc1);
+        acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(pair_sums(w, x, b + 4)), spread<W>(scales, 2), acc0);
+        acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(pair_sums(w, x, b + 6)), spread<W>(scales, 3), acc1);
     }
     float s = _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
     if (b < nb) s += portable::dot(w, nullptr, x, k, b);  // the last blocks of a row not a multiple of 256
@@ -246,7 +261,7 @@ template <class W>
 #else
         xq.assign(x, k);
 #endif
-        if constexpr (std::is_same_v<W, Q4_0>) xq.sum_groups(k);
+        if constexpr (std::is_same_v<W, Q4_0>) xq.pair_for_nibbles(k);
     }
     const std::size_t stored = stored_elements<W>(k);
     pool.parallel_for(n, 16, [&](std::size_t begin, std::size_t end) {

@@ -14,7 +14,7 @@
 // the float product on it (the AVX-512 packed kernel or Eigen), so the prefill speed is that of
 // float weights, less the dequantization pass.
 #include <algorithm>  // std::min
-#include <cmath>      // std::fabs, std::round
+#include <cmath>      // std::fabs, std::nearbyint
 #include <cstddef>    // std::size_t
 #include <cstdint>    // std::int8_t
 #include <type_traits>  // std::is_same_v

@@ -106,10 +106,11 @@ inline float dot(const W* w, const float*, const QuantizedRow& x, std::size_t k,
 
 #if TESSERA_HAS_AVX512_KERNELS
 namespace tessera::cpu {
-// AVX-512 with the byte/word, VNNI and F16C extensions (Intel since Ice Lake, AMD since Zen 4).
+// AVX-512 with the byte/word and VNNI extensions (Intel since Ice Lake, AMD since Zen 4). Every
+// AVX-512 CPU has F16C (and clang 14's __builtin_cpu_supports does not know the name).
 inline bool has_avx512_vnni() noexcept {
     static const bool yes = has_avx512() && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-                            __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("f16c");
+                            __builtin_cpu_supports("avx512vnni");
     return yes;
 }
 }  // namespace tessera::cpu
@@ -200,10 +201,10 @@ inline float dot(const W* w, const float*, const QuantizedRow& x, std::size_t k)
 
 // QuantizedRow::assign with vectors: 32 values per step, the same bits.
 inline void quantize_row(QuantizedRow& row, const float* x, std::size_t k) noexcept {
-    const __m512 sign = _mm512_set1_ps(-0.0f);
     for (std::size_t b = 0; b < k / 32; ++b) {
         const __m512 lo = _mm512_loadu_ps(x + b * 32), hi = _mm512_loadu_ps(x + b * 32 + 16);
-        const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_andnot_ps(sign, lo), _mm512_andnot_ps(sign, hi)));
+        // (_mm512_abs_ps, not an and-not with -0: that one is AVX-512 DQ, outside this region's target)
+        const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(lo), _mm512_abs_ps(hi)));
         row.d[b] = amax / 127.0f;
         const __m512 id = _mm512_set1_ps(amax != 0.0f ? 127.0f / amax : 0.0f);
         // cvtps2dq rounds to nearest, ties to even, as nearbyint does in the default mode.

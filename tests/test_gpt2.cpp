@@ -42,6 +42,13 @@ void with_model(const std::string& name, F&& check) {
     load_gpt2<GPT2TestTiny, GPT2TestOddHeads, GPT2TestVocab>(cpu, fixtures + "/" + name, [&](auto& model) { check(model); });
 }
 
+// The largest |got[i] - want[i]| (the same sizes, checked by the caller).
+double max_abs_difference(const std::vector<float>& got, const std::vector<double>& want) {
+    double worst = 0;
+    for (std::size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::fabs(got[i] - want[i]));
+    return worst;
+}
+
 }  // namespace
 
 TEST_CASE("All-position logits match the float64 reference", "[gpt2]") {
@@ -53,8 +60,7 @@ TEST_CASE("All-position logits match the float64 reference", "[gpt2]") {
     with_model(name, [&](auto& model) {
         const auto got = model.prefill_all(tokens);
         REQUIRE(got.size() == want.size());
-        double worst = 0;
-        for (std::size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::fabs(got[i] - want[i]));
+        const double worst = max_abs_difference(got, want);
         INFO("max abs difference " << worst);
         CHECK(worst <= 1e-4);
     });
@@ -158,8 +164,7 @@ TEST_CASE("Stored weights: a large embedding quantized in chunks as it loads", "
     load_gpt2_as<Q8_0>(cpu, fixtures + "/vocab", [&](auto& model) {
         const auto got = model.prefill_all(tokens);
         REQUIRE(got.size() == want.size());
-        double worst = 0;
-        for (std::size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::fabs(got[i] - want[i]));
+        const double worst = max_abs_difference(got, want);
         INFO("max abs difference " << worst);
         CHECK(worst <= 1e-4);
     });

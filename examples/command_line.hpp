@@ -77,8 +77,9 @@ inline CLI::Validator real_number(double lo, Bound lo_bound, double hi = INFINIT
 // The whole of a file, or of standard input when `path` is "-". Pipes and process
 // substitutions work; a directory, a read error or more than `max_bytes` is an Error naming
 // the input.
-// --weights f32|bf16|q8_0|q4_0: how the model stores its matrices (quantized when loaded).
-inline CLI::Option* add_weights_option(CLI::App& app, WeightFormatId& weights) {
+// --weights f32|bf16|q8_0|q4_0: how the model stores its matrices (quantized when loaded);
+// unset: as the file stores them.
+inline CLI::Option* add_weights_option(CLI::App& app, std::optional<WeightFormatId>& weights) {
     static const std::string names = "f32, bf16, q8_0, q4_0";
     return app
         .add_option_function<std::string>(
@@ -88,7 +89,8 @@ inline CLI::Option* add_weights_option(CLI::App& app, WeightFormatId& weights) {
                 if (!id) throw CLI::ValidationError("--weights", "must be one of " + names + ", got '" + name + "'");
                 weights = *id;
             },
-            "how the weights are stored: " + names + " (quantized when loaded; default f32)")
+            "how the weights are stored: " + names +
+                " (quantized when loaded; default: as the file stores them, f32 for safetensors)")
         ->type_name("FORMAT");
 }
 

@@ -27,7 +27,9 @@
 
 namespace {
 
+// A GGUF file holds everything; a directory needs the four Hugging Face files.
 void require_model_files(const std::filesystem::path& dir) {
+    if (std::filesystem::is_regular_file(dir)) return;
     for (const char* file : {"config.json", "model.safetensors", "vocab.json", "merges.txt"}) {
         if (!std::filesystem::exists(dir / file)) {
             throw tessera::ArgumentError("model directory " + dir.string() + " has no " + file);
@@ -49,7 +51,7 @@ int main(int argc, char** argv) {
     std::optional<std::uint64_t> seed;
     using tessera::cli::Bound, tessera::cli::real_number, tessera::cli::whole_number;
     constexpr long most = 1'000'000'000;  // counts beyond this are typing errors, not requests
-    app.add_option("--model", model_dir, "model directory: config.json, model.safetensors, vocab.json, merges.txt");
+    app.add_option("--model", model_dir, "a GPT-2 GGUF file, or a directory with config.json, model.safetensors, vocab.json, merges.txt");
     app.add_option("-p,--prompt", prompt, "the prompt (otherwise standard input)");
     app.add_option("--max-new-tokens,-n", generation.max_new_tokens, "tokens to generate at most")
         ->check(whole_number<std::size_t>(0, most));
@@ -78,7 +80,7 @@ int main(int argc, char** argv) {
     app.add_flag("--allow-special", allow_special, "read <|endoftext|> in the prompt as the special token");
     app.add_option("--threads", threads, "CPU threads (cpu backend)")
         ->check(whole_number(1U, std::numeric_limits<unsigned>::max()));
-    tessera::WeightFormatId weights = tessera::WeightFormatId::f32;
+    std::optional<tessera::WeightFormatId> weights;
     tessera::cli::add_weights_option(app, weights);
     app.add_option("--backend", backend, "cpu or cuda (GPT-2 on the GPU: needs a CUDA build and device)")->check(CLI::IsMember({"cpu", "cuda"}));
     app.add_flag("--no-stream", no_stream, "print the text once at the end");
@@ -100,7 +102,7 @@ int main(int argc, char** argv) {
     try {
         require_model_files(model_dir);
         const std::string text = prompt ? *prompt : tessera::cli::read_input("-");
-        const auto tokenizer = tessera::BpeTokenizer::from_directory(model_dir);
+        const auto tokenizer = tessera::open_tokenizer(model_dir);
         auto sampler = tessera::make_sampler(sampling);
         const auto model = tessera::open_gpt2_on(backend, model_dir, threads, weights);
         if (verbose) {
@@ -131,7 +133,7 @@ int main(int argc, char** argv) {
                                 {"end_to_end_tokens_per_second", c.end_to_end_tokens_per_second()},
                                 {"seed", c.seed},
                                 {"backend", backend},
-                                {"weights", std::string(tessera::weight_format_name(weights))}};
+                                {"weights", std::string(model->weight_format())}};
             out.write(j.dump() + '\n');
         } else {
             out.write(stream ? "\n" : c.text + '\n');

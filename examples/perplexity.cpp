@@ -52,7 +52,7 @@ int main(int argc, char** argv) {
     std::size_t stride = 0;
     using tessera::cli::whole_number;
     unsigned threads = tessera::Cpu::default_threads();
-    app.add_option("--model", model_dir, "model directory: config.json, model.safetensors (+ vocab.json, merges.txt)")
+    app.add_option("--model", model_dir, "a GPT-2 GGUF file, or a directory with config.json, model.safetensors (+ vocab.json, merges.txt)")
         ->required();
     auto* text_opt = app.add_option("--text-file", text_file, "UTF-8 text, tokenized with the model's tokenizer");
     auto* ids_opt = app.add_option("--tokens-file", tokens_file, "whitespace-separated token ids")->excludes(text_opt);
@@ -60,7 +60,7 @@ int main(int argc, char** argv) {
         ->check(whole_number<std::size_t>(1, std::numeric_limits<std::uint32_t>::max()));
     app.add_option("--threads", threads, "CPU threads (cpu backend)")
         ->check(whole_number(1U, std::numeric_limits<unsigned>::max()));
-    tessera::WeightFormatId weights = tessera::WeightFormatId::f32;
+    std::optional<tessera::WeightFormatId> weights;
     tessera::cli::add_weights_option(app, weights);
     app.add_option("--backend", backend, "cpu or cuda (GPT-2 on the GPU: needs a CUDA build and device)")
         ->check(CLI::IsMember({"cpu", "cuda"}));
@@ -78,7 +78,7 @@ int main(int argc, char** argv) {
         std::optional<tessera::BpeTokenizer> tokenizer;
         std::vector<tessera::TokenId> tokens;
         if (!text_file.empty()) {
-            tokenizer = tessera::BpeTokenizer::from_directory(model_dir);
+            tokenizer = tessera::open_tokenizer(model_dir);
             tokens = tokenizer->encode(tessera::cli::read_input(text_file));
         } else {
             tokens = read_token_ids(tokens_file);

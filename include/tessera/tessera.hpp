@@ -19,11 +19,13 @@
 #include <tessera/text/bpe_tokenizer.hpp>    // BpeTokenizer, TokenId, SpecialTokens
 #include <tessera/text/stream_decoder.hpp>   // StreamDecoder
 #include <tessera/io/safetensors.hpp>        // io::SafetensorsFile (and io::ReadOnlyFile)
+#include <tessera/io/gguf.hpp>               // io::GgufFile
 #include <tessera/nn/decoder_block.hpp>      // DecoderBlock and the layers it is made of
 #include <tessera/nn/embedding.hpp>          // Embedding
 #include <tessera/nn/positions.hpp>          // LearnedPositions, SinusoidalPositions
 #include <tessera/models/gpt2.hpp>           // GPT2<Config, Backend>
-#include <tessera/models/load_gpt2.hpp>      // load_gpt2, open_gpt2, HfGpt2Config
+#include <tessera/models/load_gpt2.hpp>      // load_gpt2, open_gpt2, Gpt2Files, HfGpt2Config
+#include <tessera/models/open_tokenizer.hpp> // open_tokenizer (a directory or a GGUF file)
 #include <tessera/models/perplexity.hpp>     // evaluate_perplexity
 #include <tessera/sampling/sampler.hpp>      // Sampler, SamplingParams, make_sampler, the processors
 #include <tessera/generation/generator.hpp>  // Generator, GenerationOptions, Completion

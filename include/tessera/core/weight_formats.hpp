@@ -21,6 +21,9 @@
 
 namespace tessera {
 
+// A format named at run time (flags, files); WeightFormat<W>::id is its W's.
+enum class WeightFormatId { f32, bf16, q8_0, q4_0 };
+
 template <class W>
 struct WeightFormat;
 
@@ -28,6 +31,7 @@ template <>
 struct WeightFormat<float> {
     static constexpr std::size_t block = 1;  // weights per stored element
     static constexpr std::string_view name = "f32";
+    static constexpr WeightFormatId id = WeightFormatId::f32;
     static void quantize(const float* x, float* y, std::size_t n) noexcept {
         for (std::size_t i = 0; i < n; ++i) y[i] = x[i];
     }
@@ -40,6 +44,7 @@ template <>
 struct WeightFormat<bf16> {
     static constexpr std::size_t block = 1;
     static constexpr std::string_view name = "bf16";
+    static constexpr WeightFormatId id = WeightFormatId::bf16;
     static void quantize(const float* x, bf16* y, std::size_t n) noexcept {
         for (std::size_t i = 0; i < n; ++i) y[i] = bf16(x[i]);
     }
@@ -52,15 +57,16 @@ template <>
 struct WeightFormat<Q8_0> {
     static constexpr std::size_t block = 32;
     static constexpr std::string_view name = "q8_0";
+    static constexpr WeightFormatId id = WeightFormatId::q8_0;
     // n weights (a multiple of 32) into n / 32 blocks.
     static void quantize(const float* x, Q8_0* y, std::size_t n) noexcept {
         for (std::size_t b = 0; b < n / block; ++b, x += block) {
             float amax = 0.0f;
             for (std::size_t j = 0; j < block; ++j) amax = std::fmax(amax, std::fabs(x[j]));
             const float d = amax / 127.0f;
-            const float id = d != 0.0f ? 1.0f / d : 0.0f;
+            const float inverse = d != 0.0f ? 1.0f / d : 0.0f;
             y[b].d = f16(d);
-            for (std::size_t j = 0; j < block; ++j) y[b].qs[j] = static_cast<std::int8_t>(std::round(x[j] * id));
+            for (std::size_t j = 0; j < block; ++j) y[b].qs[j] = static_cast<std::int8_t>(std::round(x[j] * inverse));
         }
     }
     static void dequantize(const Q8_0* x, float* y, std::size_t n) noexcept {
@@ -75,6 +81,7 @@ template <>
 struct WeightFormat<Q4_0> {
     static constexpr std::size_t block = 32;
     static constexpr std::string_view name = "q4_0";
+    static constexpr WeightFormatId id = WeightFormatId::q4_0;
     static void quantize(const float* x, Q4_0* y, std::size_t n) noexcept {
         for (std::size_t b = 0; b < n / block; ++b, x += block) {
             float amax = 0.0f, max = 0.0f;
@@ -85,12 +92,12 @@ struct WeightFormat<Q4_0> {
                 }
             }
             const float d = max / -8.0f;
-            const float id = d != 0.0f ? 1.0f / d : 0.0f;
+            const float inverse = d != 0.0f ? 1.0f / d : 0.0f;
             y[b].d = f16(d);
             const auto q = [&](float v) {
                 // The product rounded to float before the addition, whatever -ffp-contract says
                 // (a fused multiply-add can land on the other side of an integer).
-                volatile float scaled = v * id;
+                volatile float scaled = v * inverse;
                 const int t = static_cast<std::int8_t>(scaled + 8.5f);  // truncation, as GGML's (int8_t) cast
                 return static_cast<std::uint8_t>(t < 15 ? t : 15);
             };
@@ -122,9 +129,8 @@ constexpr std::size_t stored_elements(std::size_t weights) noexcept {
     return weights / WeightFormat<W>::block;
 }
 
-// The run-time name of a format ("f32", "bf16", "q8_0", "q4_0"), for flags and files.
-enum class WeightFormatId { f32, bf16, q8_0, q4_0 };
 
+// "f32", "bf16", "q8_0", "q4_0" (the names of flags and files).
 inline std::optional<WeightFormatId> weight_format_named(std::string_view name) noexcept {
     if (name == "f32") return WeightFormatId::f32;
     if (name == "bf16") return WeightFormatId::bf16;

@@ -9,7 +9,8 @@
 //
 // Dimensions are kept in ggml's order: ne[0] is the innermost (contiguous) one, so a PyTorch
 // [out, in] weight has ne = {in, out}.
-#include <algorithm>    // std::sort
+#include <algorithm>    // std::sort, std::min
+#include <cmath>        // std::isfinite
 #include <array>        // std::array
 #include <cstddef>      // std::byte, std::size_t
 #include <cstdint>      // std::uint32_t, std::uint64_t
@@ -20,10 +21,13 @@
 #include <span>         // std::span
 #include <string>       // std::string
 #include <string_view>  // std::string_view
+#include <type_traits>  // std::is_same_v
 #include <utility>      // std::move
 #include <vector>       // std::vector
 
+#include <tessera/core/dtype.hpp>         // bf16, f16, Q8_0, Q4_0
 #include <tessera/core/error.hpp>         // FormatError
+#include <tessera/core/weight_formats.hpp>  // WeightFormat (dequantize)
 #include <tessera/io/read_only_file.hpp>  // ReadOnlyFile
 #include <tessera/text/utf8.hpp>          // utf8::first_invalid
 
@@ -60,6 +64,29 @@ inline std::size_t ggml_block_bytes(GgmlType t) noexcept {
         case GgmlType::q4_0: return 18;
         case GgmlType::q8_0: return 34;
         default: return 2;
+    }
+}
+
+namespace detail {
+template <class T>
+void widen_to_float(const std::byte* src, float* dst, std::size_t n) noexcept {
+    const auto* in = reinterpret_cast<const T*>(src);  // aligned as a float: enough for any of them
+    if constexpr (std::is_same_v<T, f16>) {
+        for (std::size_t i = 0; i < n; ++i) dst[i] = static_cast<float>(in[i]);
+    } else {
+        WeightFormat<T>::dequantize(in, dst, n);
+    }
+}
+}  // namespace detail
+
+// n elements of type t (whole blocks) at src (aligned as a float) widened to float.
+inline void ggml_to_float(GgmlType t, const std::byte* src, float* dst, std::size_t n) noexcept {
+    switch (t) {
+        case GgmlType::f32: detail::widen_to_float<float>(src, dst, n); break;
+        case GgmlType::f16: detail::widen_to_float<f16>(src, dst, n); break;
+        case GgmlType::bf16: detail::widen_to_float<bf16>(src, dst, n); break;
+        case GgmlType::q8_0: detail::widen_to_float<Q8_0>(src, dst, n); break;
+        case GgmlType::q4_0: detail::widen_to_float<Q4_0>(src, dst, n); break;
     }
 }
 
@@ -145,7 +172,43 @@ public:
     // The tensor's bytes as stored; dst must hold exactly t.bytes.
     void read(const GgufTensorInfo& t, std::span<std::byte> dst) const {
         if (dst.size() != t.bytes) fail("tensor '" + t.name + "': " + std::to_string(dst.size()) + " bytes asked for, it has " + std::to_string(t.bytes));
-        file_.read(static_cast<std::size_t>(data_start_ + t.offset), dst);
+        read_bytes(t, 0, dst);
+    }
+    // Bytes [first, first + dst.size()) of the tensor as stored.
+    void read_bytes(const GgufTensorInfo& t, std::uint64_t first, std::span<std::byte> dst) const {
+        if (first > t.bytes || dst.size() > t.bytes - first) {
+            fail("tensor '" + t.name + "' has " + std::to_string(t.bytes) + " bytes, not [" + std::to_string(first) + ", " +
+                 std::to_string(first + dst.size()) + ")");
+        }
+        file_.read(static_cast<std::size_t>(data_start_ + t.offset + first), dst);
+    }
+    // Elements [first, first + dst.size()) widened to float (both whole blocks), a chunk at a
+    // time. A NaN or an infinity is a FormatError naming the tensor and the element.
+    void read_float_range(const GgufTensorInfo& t, std::uint64_t first, std::span<float> dst) const {
+        const std::uint64_t block = ggml_block_elements(t.type), bytes = ggml_block_bytes(t.type);
+        if (first > t.elements() || dst.size() > t.elements() - first || first % block != 0 || dst.size() % block != 0) {
+            fail("tensor '" + t.name + "' has " + std::to_string(t.elements()) + " elements in blocks of " + std::to_string(block) +
+                 ", not [" + std::to_string(first) + ", " + std::to_string(first + dst.size()) + ")");
+        }
+        constexpr std::size_t chunk = std::size_t{1} << 16;  // elements, a multiple of every block
+        // Floats: aligned for every block type (std::max_align_t would crash nvcc 13's front end).
+        std::vector<float> raw(std::min(chunk, dst.size()));
+        for (std::size_t done = 0; done < dst.size(); done += chunk) {
+            const std::size_t n = std::min(chunk, dst.size() - done);
+            const std::span<std::byte> in(reinterpret_cast<std::byte*>(raw.data()), n / block * bytes);
+            read_bytes(t, (first + done) / block * bytes, in);
+            ggml_to_float(t.type, in.data(), dst.data() + done, n);
+        }
+        check_finite(t, first, dst);
+    }
+    // The same check for floats already widened: a NaN or an infinity is a FormatError.
+    void check_finite(const GgufTensorInfo& t, std::uint64_t first, std::span<const float> values) const {
+        for (std::size_t i = 0; i < values.size(); ++i) {
+            if (!std::isfinite(values[i])) {
+                fail("tensor '" + t.name + "' holds " + (std::isnan(values[i]) ? "NaN" : "an infinity") + " at element " +
+                     std::to_string(first + i));
+            }
+        }
     }
 
 private:

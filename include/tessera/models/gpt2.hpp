@@ -27,11 +27,12 @@
 #include <tessera/core/token_id.hpp>          // TokenId
 #include <tessera/core/weight_formats.hpp>    // WeightType, WeightFormat
 #include <tessera/io/safetensors.hpp>         // SafetensorsFile
+#include <tessera/models/gpt2_checkpoints.hpp>  // SafetensorsGpt2Checkpoint
 #include <tessera/models/gpt2_config.hpp>     // GPT2Config
 #include <tessera/nn/decoder_block.hpp>       // DecoderBlock, BlockScratch
 #include <tessera/nn/embedding.hpp>           // Embedding
 #include <tessera/nn/layer_norm.hpp>          // LayerNorm
-#include <tessera/nn/parameter.hpp>           // WeightSource
+#include <tessera/nn/parameter.hpp>           // Checkpoint, WeightSource
 #include <tessera/nn/positions.hpp>           // LearnedPositions, SinusoidalPositions
 #include <tessera/ops/matrix_products.hpp>    // gemm, gemv
 
@@ -72,12 +73,12 @@ public:
         }
     }
 
-    // From a safetensors checkpoint in Hugging Face's layout (plain or "transformer."-prefixed
-    // names; the attn.bias / attn.masked_bias buffers are ignored). The head is tied to wte
-    // unless `tie_word_embeddings` is false, when lm_head.weight must exist (as Hugging Face
-    // does: a tied model ignores a stored lm_head.weight). Shapes are checked against the model's.
-    void load(const io::SafetensorsFile& file, float layer_norm_eps = 1e-5f, bool tie_word_embeddings = true) {
-        const WeightSource root{file, file.contains("transformer.wte.weight") ? "transformer." : ""};
+    // From a checkpoint (nn/parameter.hpp; GPT-2's files: models/gpt2_checkpoints.hpp), whose
+    // shapes are checked against the model's. The head is tied to wte unless
+    // `tie_word_embeddings` is false, when lm_head.weight must exist (as Hugging Face does: a
+    // tied model ignores a stored lm_head.weight).
+    void load(const Checkpoint& file, float layer_norm_eps = 1e-5f, bool tie_word_embeddings = true) {
+        const WeightSource root{file, ""};
         wte_.load(root, "wte.weight");
         positions_.load(root, "wpe.weight");
         for (std::size_t i = 0; i < n_layers(); ++i) blocks_[i].load(root.sub("h." + std::to_string(i) + "."), layer_norm_eps);
@@ -86,9 +87,14 @@ public:
         lm_head_.reset();
         if (!tie_word_embeddings) {
             lm_head_.emplace(shape_.vocab_size, shape_.n_embd);
-            lm_head_->load(WeightSource{file, ""}, "lm_head.weight");
+            lm_head_->load(root, "lm_head.weight");
         }
         reset();
+    }
+    // From a Hugging Face safetensors checkpoint (plain or "transformer."-prefixed names; the
+    // attn.bias / attn.masked_bias buffers are ignored).
+    void load(const io::SafetensorsFile& file, float layer_norm_eps = 1e-5f, bool tie_word_embeddings = true) {
+        load(SafetensorsGpt2Checkpoint(file), layer_norm_eps, tie_word_embeddings);
     }
 
     // Appends tokens at the current position; returns the last position's logits (V), valid

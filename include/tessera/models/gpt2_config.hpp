@@ -36,6 +36,14 @@ struct GPT2Shape {
     }
 };
 
+// What a checkpoint says the network is, beyond its weights: its shape, the layer norms'
+// epsilon, and whether the LM head is the token embedding.
+struct Gpt2Hyperparameters {
+    GPT2Shape shape;
+    float layer_norm_epsilon = 1e-5f;
+    bool tie_word_embeddings = true;
+};
+
 template <std::size_t Layers, std::size_t Heads, std::size_t Embd, std::size_t Ctx, std::size_t Vocab,
           std::size_t Inner = (Embd == dyn ? dyn : 4 * Embd)>
 struct GPT2Config {

@@ -9,10 +9,12 @@
 #include <memory>    // std::unique_ptr, std::shared_ptr
 #include <span>      // std::span
 #include <string>    // std::string
+#include <string_view>  // std::string_view
 #include <utility>   // std::move
 #include <vector>    // std::vector
 
 #include <tessera/core/token_id.hpp>  // TokenId
+#include <tessera/core/weight_formats.hpp>  // WeightFormat
 
 namespace tessera {
 
@@ -45,6 +47,8 @@ public:
     virtual void reset() = 0;
     // The model's shape and backend, e.g. "gpt2 (124M): n_layer 12, ..., vocab_size 50257 on cuda".
     virtual std::string description() const = 0;
+    // How its matrices are stored ("f32", "q8_0", ...).
+    virtual std::string_view weight_format() const = 0;
 };
 
 // The interface over a concrete model M, owning it and, in keep_alive, what it must not outlive
@@ -63,6 +67,7 @@ public:
     std::vector<float> prefill_all(std::span<const TokenId> tokens) override { return model_->prefill_all(tokens); }
     void reset() override { model_->reset(); }
     std::string description() const override { return description_; }
+    std::string_view weight_format() const override { return WeightFormat<typename M::weight_type>::name; }
 
 private:
     std::shared_ptr<void> keep_alive_;  // declared first: destroyed after the model

@@ -1,7 +1,7 @@
 #pragma once
-// From a Hugging Face model directory (config.json + model.safetensors) to a GPT2 model:
-// load_gpt2(backend, dir, visitor) builds the model and calls visitor(model); open_gpt2(backend,
-// dir) returns it as a LanguageModel instead. Any GPT-2 shape loads, as GPT2<GPT2Dynamic, B>;
+// From a Hugging Face model directory (config.json + model.safetensors) or a GGUF file to a
+// GPT2 model: load_gpt2(backend, path, visitor) builds the model and calls visitor(model);
+// open_gpt2(backend, path) returns it as a LanguageModel instead. Any GPT-2 shape loads, as GPT2<GPT2Dynamic, B>;
 // a caller that wants static types for some shapes names them, load_gpt2<GPT2Small>(...), and
 // gets GPT2<GPT2Small, B> for that shape (each named shape is one more instantiation to compile).
 #include <cmath>       // std::isfinite
@@ -9,14 +9,16 @@
 #include <cstdint>     // std::uint64_t
 #include <filesystem>  // std::filesystem::path
 #include <memory>      // std::unique_ptr
-#include <optional>    // std::nullopt
+#include <optional>    // std::optional
 #include <string>      // std::string
 #include <utility>     // std::move
 
 #include <tessera/core/error.hpp>              // FormatError
 #include <tessera/io/json.hpp>                 // parse_json, JsonValue
 #include <tessera/io/read_only_file.hpp>       // read_whole_file
+#include <tessera/io/gguf.hpp>                 // GgufFile
 #include <tessera/io/safetensors.hpp>          // SafetensorsFile
+#include <tessera/models/gpt2_checkpoints.hpp> // SafetensorsGpt2Checkpoint, GgufGpt2Checkpoint
 #include <tessera/models/gpt2.hpp>             // GPT2
 #include <tessera/models/gpt2_config.hpp>      // GPT2Shape, GPT2Dynamic
 #include <tessera/models/language_model.hpp>   // LanguageModel, LanguageModelFor
@@ -28,11 +30,7 @@ namespace tessera {
 // What config.json says about a GPT-2. Every field that changes the computation is read and
 // either supported or refused with an error naming the field and its value: a checkpoint that
 // is not the network this code computes must not run as if it were.
-struct HfGpt2Config {
-    GPT2Shape shape;
-    float layer_norm_epsilon = 1e-5f;
-    bool tie_word_embeddings = true;
-
+struct HfGpt2Config : Gpt2Hyperparameters {
     static constexpr std::size_t max_bytes = 16 << 20;  // a real config.json is about 1 KB
 
     static HfGpt2Config read(const std::filesystem::path& path) {
@@ -105,75 +103,120 @@ struct HfGpt2Config {
     }
 };
 
+// A GPT-2's files opened and checked before anything is allocated: what the network is, a
+// Checkpoint over its weights, and the format its matrices are stored in. `path` is a Hugging
+// Face directory (config.json, model.safetensors) or a GGUF file.
+class Gpt2Files {
+public:
+    explicit Gpt2Files(const std::filesystem::path& path) {
+        if (std::filesystem::is_regular_file(path)) {
+            gguf_.emplace(path);
+            hyper_ = gguf_gpt2_hyperparameters(*gguf_);
+            checkpoint_ = std::make_unique<GgufGpt2Checkpoint>(*gguf_);
+            const auto format = weight_format_of(gguf_->tensor("blk.0.attn_qkv.weight").type);
+            stored_ = format.value_or(WeightFormatId::f32);  // F16: widened to float
+            check_weight_count(path.string() + "'s metadata", gguf_->path(), [&] {
+                double held = 0;
+                for (const io::GgufTensorInfo& t : gguf_->tensors()) held += static_cast<double>(t.elements());
+                return held;
+            }());
+        } else {
+            hyper_ = HfGpt2Config::read(path / "config.json");
+            safetensors_.emplace(path / "model.safetensors");
+            checkpoint_ = std::make_unique<SafetensorsGpt2Checkpoint>(*safetensors_);
+            check_weight_count((path / "config.json").string(), safetensors_->path(), [&] {
+                double held = 0;
+                for (const std::string& name : safetensors_->names()) held += static_cast<double>(safetensors_->info(name).elements());
+                return held;
+            }());
+        }
+    }
+    Gpt2Files(const Gpt2Files&) = delete;  // the checkpoint refers to the file
+    Gpt2Files& operator=(const Gpt2Files&) = delete;
+
+    const Gpt2Hyperparameters& hyperparameters() const noexcept { return hyper_; }
+    const Checkpoint& checkpoint() const noexcept { return *checkpoint_; }
+    // The format of the matrices as stored (f32 for safetensors, whose F16/BF16 load as float).
+    WeightFormatId stored_format() const noexcept { return stored_; }
+    bool is_gguf() const noexcept { return gguf_.has_value(); }
+    const io::GgufFile* gguf() const noexcept { return gguf_ ? &*gguf_ : nullptr; }
+
+private:
+    // A shape that implies more weights than the file holds (n_layer 1200 instead of 12) is
+    // refused before it asks for hundreds of gigabytes.
+    void check_weight_count(const std::string& shape_from, const std::string& file, double held) const {
+        if (hyper_.shape.parameters() > held) {
+            throw FormatError(shape_from + ": the shape it gives (" + hyper_.shape.describe() + ") has " +
+                              std::to_string(hyper_.shape.parameters()) + " weights, but " + file + " holds only " +
+                              std::to_string(held));
+        }
+    }
+
+    Gpt2Hyperparameters hyper_;
+    std::optional<io::SafetensorsFile> safetensors_;
+    std::optional<io::GgufFile> gguf_;
+    std::unique_ptr<Checkpoint> checkpoint_;
+    WeightFormatId stored_ = WeightFormatId::f32;
+};
+
 namespace detail {
-// Builds GPT2<Config, B, W> for the first of Static... whose shape is cfg's, else
+// Builds GPT2<Config, B, W> for the first of Static... whose shape is the files', else
 // GPT2<GPT2Dynamic, B, W>; loads the weights and hands it over: take(std::unique_ptr<GPT2<...>>).
-template <class B, class W, class Take, class... Static>
-void build_gpt2(B& backend, const HfGpt2Config& cfg, const io::SafetensorsFile& weights, Take& take) {
+template <class W, class... Static, class B, class Take>
+void build_gpt2(B& backend, const Gpt2Files& files, Take&& take) {
+    static_assert((Static::is_static && ...), "load_gpt2<Configs...>: name fully static configs such as GPT2Small.");
+    const Gpt2Hyperparameters& h = files.hyperparameters();
     bool done = false;
     const auto load = [&](auto model) {
-        model->load(weights, cfg.layer_norm_epsilon, cfg.tie_word_embeddings);
+        model->load(files.checkpoint(), h.layer_norm_epsilon, h.tie_word_embeddings);
         take(std::move(model));
         done = true;
     };
     const auto try_static = [&]<class Config>() {
-        if (!done && Config::shape() == cfg.shape) load(std::make_unique<GPT2<Config, B, W>>(backend));
+        if (!done && Config::shape() == h.shape) load(std::make_unique<GPT2<Config, B, W>>(backend));
     };
     (try_static.template operator()<Static>(), ...);
     static_cast<void>(try_static);  // unused when no static shape is named
-    if (!done) load(std::make_unique<GPT2<GPT2Dynamic, B, W>>(backend, cfg.shape));
-}
-
-template <class W, class... Static, class B, class Take>
-void open_and_build(B& backend, const std::filesystem::path& dir, Take&& take) {
-    static_assert((Static::is_static && ...), "load_gpt2<Configs...>: name fully static configs such as GPT2Small.");
-    const HfGpt2Config cfg = HfGpt2Config::read(dir / "config.json");
-    const io::SafetensorsFile weights(dir / "model.safetensors");
-    // Checked before anything is allocated: a config.json that says n_layer 1200 instead of
-    // 12 must not first ask for hundreds of gigabytes.
-    double held = 0;
-    for (const std::string& name : weights.names()) held += static_cast<double>(weights.info(name).elements());
-    if (cfg.shape.parameters() > held) {
-        throw FormatError((dir / "config.json").string() + ": the shape it gives (" + cfg.shape.describe() + ") has " +
-                          std::to_string(cfg.shape.parameters()) + " weights, but " + weights.path() + " holds only " +
-                          std::to_string(held));
-    }
-    build_gpt2<B, W, Take, Static...>(backend, cfg, weights, take);
+    if (!done) load(std::make_unique<GPT2<GPT2Dynamic, B, W>>(backend, h.shape));
 }
 }  // namespace detail
 
-// Reads dir/config.json, builds the GPT2 of that shape (a static type among Static... when one
-// matches), loads dir/model.safetensors into it and calls visitor(model). Missing files, a
-// corrupt checkpoint or an unsupported config: FormatError naming the file and the field.
+// Opens `path` (a Hugging Face directory: config.json + model.safetensors; or a GPT-2 GGUF
+// file), builds the GPT2 of its shape (a static type among Static... when one matches) with
+// float matrices, loads the weights and calls visitor(model). Missing files, a corrupt
+// checkpoint or an unsupported config: FormatError naming the file and the field or tensor.
 template <class... Static, class B, class Visitor>
-void load_gpt2(B& backend, const std::filesystem::path& dir, Visitor&& visitor) {
-    detail::open_and_build<float, Static...>(backend, dir, [&visitor](auto model) { visitor(*model); });
+void load_gpt2(B& backend, const std::filesystem::path& path, Visitor&& visitor) {
+    detail::build_gpt2<float, Static...>(backend, Gpt2Files(path), [&visitor](auto model) { visitor(*model); });
 }
 
-// The same with the matrices stored as W (bf16, Q8_0, Q4_0: core/weight_formats.hpp),
-// quantized as they load: GPT2<..., B, W>. Q8_0 and Q4_0 need widths that are whole blocks
-// of 32 (every published GPT-2); otherwise ArgumentError naming the layer.
+// The same with the matrices stored as W (bf16, Q8_0, Q4_0: core/weight_formats.hpp):
+// GPT2<..., B, W>, quantized as they load, or copied as they are from a GGUF file that stores
+// them as W. Q8_0 and Q4_0 need widths that are whole blocks of 32 (every published GPT-2);
+// otherwise ArgumentError naming the layer.
 template <WeightType W, class... Static, class B, class Visitor>
-void load_gpt2_as(B& backend, const std::filesystem::path& dir, Visitor&& visitor) {
-    detail::open_and_build<W, Static...>(backend, dir, [&visitor](auto model) { visitor(*model); });
+void load_gpt2_as(B& backend, const std::filesystem::path& path, Visitor&& visitor) {
+    detail::build_gpt2<W, Static...>(backend, Gpt2Files(path), [&visitor](auto model) { visitor(*model); });
 }
 
 // The same as a LanguageModel with the weight format chosen at run time (each format one more
-// instantiation of the model), which keeps `keep_alive` (the backend, say) alive as long as it
-// lives; otherwise the caller keeps `backend` alive.
+// instantiation of the model; none: as the file stores them, f32 for safetensors), which keeps
+// `keep_alive` (the backend, say) alive as long as it lives; otherwise the caller keeps
+// `backend` alive.
 template <class... Static, class B>
-std::unique_ptr<LanguageModel> open_gpt2(B& backend, const std::filesystem::path& dir,
+std::unique_ptr<LanguageModel> open_gpt2(B& backend, const std::filesystem::path& path,
                                          std::shared_ptr<void> keep_alive = nullptr,
-                                         WeightFormatId weights = WeightFormatId::f32) {
+                                         std::optional<WeightFormatId> weights = std::nullopt) {
+    const Gpt2Files files(path);
     std::unique_ptr<LanguageModel> result;
     const auto take = [&](auto model) {
         using M = typename decltype(model)::element_type;
         std::string description = model->description() + " on " + B::name;
         result = std::make_unique<LanguageModelFor<M>>(std::move(model), std::move(description), keep_alive);
     };
-    with_weight_type(weights, [&]<class W>() {
+    with_weight_type(weights.value_or(files.stored_format()), [&]<class W>() {
         if constexpr (RunsWeightsAs<B, W>) {
-            detail::open_and_build<W, Static...>(backend, dir, take);
+            detail::build_gpt2<W, Static...>(backend, files, take);
         } else {
             throw ArgumentError(std::string("the ") + B::name + " backend has no kernels for " +
                                 std::string(WeightFormat<W>::name) + " weights");

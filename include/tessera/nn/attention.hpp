@@ -2,7 +2,6 @@
 // CausalSelfAttention: q, k, v projections (Hugging Face's fused c_attn split in three at load),
 // causal multi-head attention over the KV cache, output projection.
 #include <cstddef>  // std::size_t
-#include <vector>   // std::vector
 
 #include <tessera/core/tensor.hpp>     // TensorView
 #include <tessera/nn/kv_cache.hpp>     // KvCache
@@ -25,12 +24,10 @@ struct CausalSelfAttention {
 
     void load(const WeightSource& src) {
         const std::size_t c = proj.in_features();
-        const std::vector<float> w = src.read("c_attn.weight", {c, 3 * c});
-        const std::vector<float> b = src.read("c_attn.bias", std::vector<std::size_t>{3 * c});
-        query.take_columns(w, b, 3 * c, 0);
-        key.take_columns(w, b, 3 * c, c);
-        value.take_columns(w, b, 3 * c, 2 * c);
-        proj.load_conv1d(src, "c_proj");
+        query.load(src, "c_attn", 3 * c, 0);
+        key.load(src, "c_attn", 3 * c, c);
+        value.load(src, "c_attn", 3 * c, 2 * c);
+        proj.load(src, "c_proj");
     }
 
     // out(T, C) for x(T, C) at positions [first, first + T); appends k and v to the cache.

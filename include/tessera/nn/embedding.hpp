@@ -25,7 +25,7 @@ struct Embedding {
         : Embedding(V, C) {}
 
     void load(const WeightSource& src, const std::string& name) {
-        src.read_into(name, {table.extent(0), table.extent(1) * block}, table);
+        src.table_into(name, table);
     }
 
     // out(T, C) = table[ids]; an id outside [0, V) is an ArgumentError naming it and its position.

@@ -16,8 +16,8 @@ struct FeedForward {
     FeedForward(std::size_t c, std::size_t inner) : up(c, inner), down(inner, c) {}
 
     void load(const WeightSource& src) {
-        up.load_conv1d(src, "c_fc");
-        down.load_conv1d(src, "c_proj");
+        up.load(src, "c_fc");
+        down.load(src, "c_proj");
     }
 
     // out(T, C) from x(T, C); hidden is (T, Inner) scratch.

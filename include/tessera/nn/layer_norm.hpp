@@ -22,8 +22,8 @@ struct LayerNorm {
         : LayerNorm(C) {}
 
     void load(const WeightSource& src, const std::string& name) {
-        src.read_into(name + ".weight", std::vector<std::size_t>{gamma.extent(0)}, gamma);
-        src.read_into(name + ".bias", std::vector<std::size_t>{beta.extent(0)}, beta);
+        src.vector_into(name + ".weight", gamma);
+        src.vector_into(name + ".bias", beta);
     }
 
     template <class Backend, TensorLike X, TensorLike Y>

@@ -5,11 +5,12 @@
 // constructor takes the run-time sizes.
 #include <cstddef>    // std::size_t
 #include <span>       // std::span
+#include <string>     // std::string
 #include <vector>     // std::vector
 
 #include <tessera/core/tensor.hpp>             // Tensor
 #include <tessera/core/weight_formats.hpp>     // WeightType, WeightFormat
-#include <tessera/nn/parameter.hpp>            // WeightSource, whole_blocks, store_weights
+#include <tessera/nn/parameter.hpp>            // WeightSource, whole_blocks
 #include <tessera/ops/matrix_products.hpp>     // gemm
 #include <tessera/ops/transfer.hpp>            // copy_from_host
 
@@ -32,21 +33,13 @@ struct Linear {
     std::size_t in_features() const noexcept { return weight.extent(1) * block; }
     std::size_t out_features() const noexcept { return weight.extent(0); }
 
-    // From a Hugging Face Conv1D at `name`: weight [In, Out], bias [Out].
-    void load_conv1d(const WeightSource& src, const std::string& name) {
-        const std::vector<float> w = src.read(name + ".weight", {in_features(), out_features()});
-        take_columns(w, src.read(name + ".bias", std::vector<std::size_t>{out_features()}), out_features(), 0);
-    }
-
-    // Columns [first, first + Out) of a Conv1D's weight [In, total] and bias [total], already
-    // read (c_attn packs q, k and v side by side), transposed to [out, in].
-    void take_columns(const std::vector<float>& w, const std::vector<float>& b, std::size_t total, std::size_t first) {
-        const std::size_t in = in_features(), out = out_features();
-        std::vector<float> wt(out * in);
-        for (std::size_t i = 0; i < in; ++i)
-            for (std::size_t o = 0; o < out; ++o) wt[o * in + i] = w[i * total + first + o];
-        store_weights(wt, weight);
-        copy_from_host(std::span<const float>(b.data() + first, out), bias);
+    // Outputs [first, first + Out) of the linear map `name` (weight and bias) with `total`
+    // outputs: all of them, or a third of c_attn (q, k and v one after the other).
+    void load(const WeightSource& src, const std::string& name, std::size_t total = 0, std::size_t first = 0) {
+        if (total == 0) total = out_features();
+        src.linear_into(name + ".weight", total, first, weight);
+        const std::vector<float> b = src.vector(name + ".bias", total);
+        copy_from_host(std::span<const float>(b.data() + first, out_features()), bias);
     }
 
     // y(T, Out) = x(T, In) · Wᵀ + b.

@@ -1,17 +1,19 @@
 #pragma once
-// Loading one named weight from a checkpoint, checking its shape against the model's
-// (transposing Hugging Face's Conv1D [in, out] to [out, in] is Linear's job).
-#include <algorithm>  // std::max, std::min
-#include <cstddef>  // std::size_t
-#include <span>     // std::span
-#include <string>   // std::string
+// How layers load their weights, whatever the file: a Checkpoint answers requests for named
+// tensors in the layers' own terms (a vector, a table of rows, a linear map's [out, in] rows),
+// checks their shapes, and hides how the file lays them out (Hugging Face's Conv1D stores a
+// linear map [in, out]; GGUF stores it [out, in] and under other names: models/
+// gpt2_checkpoints.hpp). WeightSource is a Checkpoint seen from one layer (a name prefix).
+#include <algorithm>    // std::max, std::min
+#include <cstddef>      // std::byte, std::size_t
+#include <span>         // std::span
+#include <string>       // std::string
 #include <type_traits>  // std::is_same_v
-#include <vector>   // std::vector
+#include <vector>       // std::vector
 
-#include <tessera/core/error.hpp>    // FormatError, ArgumentError, ShapeError
-#include <tessera/core/weight_formats.hpp>  // WeightFormat
-#include <tessera/io/safetensors.hpp>  // SafetensorsFile, TensorInfo
-#include <tessera/ops/transfer.hpp>    // copy_from_host
+#include <tessera/core/error.hpp>           // FormatError, ArgumentError, ShapeError
+#include <tessera/core/weight_formats.hpp>  // WeightFormat, WeightFormatId
+#include <tessera/ops/transfer.hpp>         // copy_from_host
 
 namespace tessera {
 
@@ -46,53 +48,101 @@ void store_weights(std::span<const float> values, T& tensor) {
     }
 }
 
-// Where a layer finds its weights: the file and the prefix of its names ("h.3.attn.").
+// What a layer asks for: `name` seen as `rows` x `cols` (a vector is one row). A table's rows
+// are as the layer keeps them (embeddings, positions); a linear map's rows are its outputs
+// ([out, in], each output's weights contiguous), however the file stores it.
+struct TensorRequest {
+    enum class Role { vector, table, linear };
+    std::string name;
+    Role role = Role::vector;
+    std::size_t rows = 1, cols = 0;
+};
+
+class Checkpoint {
+public:
+    virtual ~Checkpoint() = default;
+    virtual const std::string& path() const = 0;
+    // Rows [first, first + dst.size() / cols) of the tensor asked for, as float. A missing
+    // tensor or one of another shape: FormatError naming the file and the tensor.
+    virtual void read_rows(const TensorRequest& request, std::size_t first, std::span<float> dst) const = 0;
+    // Whether the tensor is stored as `format`, in blocks along its rows: then read_stored_rows
+    // copies those rows' bytes as they are (no conversion, no rounding twice).
+    virtual bool stores_as(const TensorRequest&, WeightFormatId) const { return false; }
+    virtual void read_stored_rows(const TensorRequest& request, std::size_t, std::span<std::byte>) const {
+        throw FormatError(path() + ": tensor '" + request.name + "' is not stored in the format asked for");
+    }
+};
+
+// A Checkpoint seen from one layer: names relative to `prefix` ("h.3.attn.").
 struct WeightSource {
-    const io::SafetensorsFile& file;
+    const Checkpoint& file;
     std::string prefix;
 
     WeightSource sub(const std::string& name) const { return {file, prefix + name}; }
 
-    // The elements of `name`, which must have exactly `shape`, as float in file order.
-    std::vector<float> read(const std::string& name, const std::vector<std::size_t>& shape) const {
-        std::vector<float> host(checked(name, shape).elements());
-        file.read_float(checked(name, shape), host);
+    // A vector of n floats (a bias, a norm's scale).
+    std::vector<float> vector(const std::string& name, std::size_t n) const {
+        std::vector<float> host(n);
+        file.read_rows({prefix + name, TensorRequest::Role::vector, 1, n}, 0, host);
         return host;
     }
-
-    // The same into a tensor as it is (no transpose): straight into host memory when the
-    // backend's memory is host memory, so a 150 MB embedding is never held twice.
     template <class T>
-    void read_into(const std::string& name, const std::vector<std::size_t>& shape, T& tensor) const {
-        using W = typename T::value_type;
-        if constexpr (!std::is_same_v<W, float> && T::backend_type::host_accessible) {
-            // Quantized straight into host memory, 1 MB of floats at a time (whole rows).
-            const io::TensorInfo& t = checked(name, shape);
-            const std::size_t row = shape.back(), rows = t.elements() / row;
-            const std::size_t step = std::max<std::size_t>(1, (std::size_t{1} << 18) / row);
-            std::vector<float> chunk(std::min(rows, step) * row);
-            for (std::size_t r = 0; r < rows; r += step) {
-                const std::size_t n = std::min(step, rows - r) * row;
-                file.read_float_range(t, r * row, std::span(chunk.data(), n));
-                WeightFormat<W>::quantize(chunk.data(), tensor.data() + r * row / WeightFormat<W>::block, n);
-            }
-        } else if constexpr (!std::is_same_v<W, float>) {
-            store_weights(std::span<const float>(read(name, shape)), tensor);
-        } else if constexpr (T::backend_type::host_accessible) {
-            file.read_float(checked(name, shape), std::span<float>(tensor.data(), tensor.size()));
-        } else {
-            copy_from_host(std::span<const float>(read(name, shape)), tensor);
-        }
+    void vector_into(const std::string& name, T& tensor) const {
+        copy_from_host(std::span<const float>(vector(name, tensor.size())), tensor);
+    }
+
+    // A table (rows as stored: an embedding, the positions) into a tensor of any weight format.
+    template <class T>
+    void table_into(const std::string& name, T& tensor) const {
+        const std::size_t cols = tensor.extent(1) * WeightFormat<typename T::value_type>::block;
+        rows_into({prefix + name, TensorRequest::Role::table, tensor.extent(0), cols}, 0, tensor);
+    }
+    // Outputs [first, first + out) of the linear map `name` with `total` outputs (c_attn holds
+    // q, k and v one after the other) into a weight tensor (out, in / block).
+    template <class T>
+    void linear_into(const std::string& name, std::size_t total, std::size_t first, T& tensor) const {
+        const std::size_t cols = tensor.extent(1) * WeightFormat<typename T::value_type>::block;
+        rows_into({prefix + name, TensorRequest::Role::linear, total, cols}, first, tensor);
     }
 
 private:
-    const io::TensorInfo& checked(const std::string& name, const std::vector<std::size_t>& shape) const {
-        const io::TensorInfo& t = file.info(prefix + name);
-        if (t.shape != shape) {
-            throw FormatError(file.path() + ": tensor '" + t.name + "' has shape " + io::shape_string(t.shape) +
-                              " but config.json implies " + io::shape_string(shape));
+    // Rows [first, first + tensor rows) of the request: blocks copied as stored when the file
+    // holds them in the tensor's format; otherwise floats, quantized 1 MB at a time straight
+    // into host memory (a 150 MB embedding is never held twice), or whole for a device.
+    template <class T>
+    void rows_into(const TensorRequest& request, std::size_t first, T& tensor) const {
+        using W = typename T::value_type;
+        constexpr bool host = T::backend_type::host_accessible;
+        const std::size_t rows = tensor.extent(0), cols = request.cols, row_elements = tensor.extent(1);
+        if (!std::is_same_v<W, float> && file.stores_as(request, WeightFormat<W>::id)) {
+            if constexpr (host) {
+                file.read_stored_rows(request, first, std::as_writable_bytes(std::span<W>(tensor.data(), tensor.size())));
+            } else {
+                std::vector<W> stored(tensor.size());
+                file.read_stored_rows(request, first, std::as_writable_bytes(std::span<W>(stored)));
+                copy_from_host(std::span<const W>(stored), tensor);
+            }
+            return;
         }
-        return t;
+        if constexpr (host && std::is_same_v<W, float>) {
+            file.read_rows(request, first, std::span<float>(tensor.data(), tensor.size()));
+        } else if constexpr (host) {
+            // Linear maps come whole: a file may have to transpose them to give rows.
+            const std::size_t step = request.role == TensorRequest::Role::linear
+                                         ? rows
+                                         : std::max<std::size_t>(1, (std::size_t{1} << 18) / cols);
+            std::vector<float> chunk(std::min(rows, step) * cols);
+            for (std::size_t r = 0; r < rows; r += step) {
+                const std::size_t n = std::min(step, rows - r);
+                const std::span<float> part(chunk.data(), n * cols);
+                file.read_rows(request, first + r, part);
+                WeightFormat<W>::quantize(part.data(), tensor.data() + r * row_elements, part.size());
+            }
+        } else {
+            std::vector<float> values(rows * cols);
+            file.read_rows(request, first, values);
+            store_weights(std::span<const float>(values), tensor);
+        }
     }
 };
 

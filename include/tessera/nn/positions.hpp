@@ -32,7 +32,7 @@ struct LearnedPositions {
     LearnedPositions(std::size_t ctx, std::size_t c) : table(ctx, c) {}
 
     void load(const WeightSource& src, const std::string& name) {
-        src.read_into(name, {table.extent(0), table.extent(1)}, table);
+        src.table_into(name, table);
     }
     template <class Backend, TensorLike X>
     void add_to(Backend& backend, X&& x, std::size_t first_position) const {

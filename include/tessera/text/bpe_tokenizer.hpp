@@ -20,6 +20,7 @@
 #include <string>         // std::string
 #include <string_view>    // std::string_view
 #include <unordered_map>  // std::unordered_map
+#include <utility>        // std::pair
 #include <vector>         // std::vector
 
 #include <tessera/core/error.hpp>         // FormatError, TokenizerError
@@ -58,6 +59,19 @@ public:
                  const std::string& merges_name) {
         load_vocab(vocab_json, vocab_name);
         load_merges(merges_txt, merges_name);
+    }
+
+    // From a token list (the id is the index) and merges ("a b", highest priority first) in
+    // byte-level text, as a GGUF file's tokenizer.ggml.tokens and tokenizer.ggml.merges hold
+    // them; `source` names them in errors.
+    BpeTokenizer(std::span<const std::string> tokens, std::span<const std::string> merges, const std::string& source) {
+        std::vector<std::pair<std::string_view, std::int64_t>> vocab;
+        vocab.reserve(tokens.size());
+        for (std::size_t i = 0; i < tokens.size(); ++i) vocab.emplace_back(tokens[i], static_cast<std::int64_t>(i));
+        add_vocabulary(vocab, source + " tokenizer.ggml.tokens");
+        const std::string where = source + " tokenizer.ggml.merges";
+        for (std::size_t i = 0; i < merges.size(); ++i) add_merge(merges[i], where + " entry " + std::to_string(i));
+        if (merges_.empty()) throw FormatError(where + ": no merges");
     }
 
     std::size_t vocab_size() const noexcept { return bytes_.size(); }
@@ -133,23 +147,35 @@ private:
 
     void load_vocab(std::string_view text, const std::string& name) {
         const io::JsonValue json = io::parse_json(text, name);
-        const auto& vocab = json.members();
-        if (!json.is_object() || vocab.empty()) throw FormatError(name + ": expected a JSON object of token -> id");
+        if (!json.is_object() || json.members().empty()) throw FormatError(name + ": expected a JSON object of token -> id");
+        std::vector<std::pair<std::string_view, std::int64_t>> vocab;
+        vocab.reserve(json.members().size());
+        for (const auto& [token, id_json] : json.members()) {
+            if (!id_json.as_signed()) throw FormatError(name + ": the id of token \"" + token + "\" is not an integer");
+            vocab.emplace_back(token, *id_json.as_signed());
+        }
+        add_vocabulary(vocab, name);
+    }
+
+    // Tokens in byte-level text with their ids, which must be 0 .. n-1 each once.
+    void add_vocabulary(std::span<const std::pair<std::string_view, std::int64_t>> vocab, const std::string& name) {
+        if (vocab.empty()) throw FormatError(name + ": no tokens");
         // byte-level character -> byte
         std::unordered_map<char32_t, char> char_to_byte;
         for (unsigned b = 0; b < 256; ++b) char_to_byte[byte_level::byte_to_char[b]] = static_cast<char>(b);
         bytes_.assign(vocab.size(), {});
         std::vector<bool> seen(vocab.size(), false);
-        for (const auto& [token, id_json] : vocab) {
-            if (!id_json.as_signed()) throw FormatError(name + ": the id of token \"" + token + "\" is not an integer");
-            const std::int64_t id = *id_json.as_signed();
+        for (const auto& [token_view, id] : vocab) {
+            const std::string token(token_view);
             if (id < 0 || static_cast<std::size_t>(id) >= vocab.size() || seen[static_cast<std::size_t>(id)]) {
                 throw FormatError(name + ": token \"" + token + "\" has id " + std::to_string(id) +
                                   ", but ids must be distinct and below the vocabulary size " + std::to_string(vocab.size()));
             }
             const auto index = static_cast<std::size_t>(id);
             seen[index] = true;
-            ids_.emplace(token, static_cast<TokenId>(id));
+            if (!ids_.emplace(token, static_cast<TokenId>(id)).second) {
+                throw FormatError(name + ": token \"" + token + "\" appears twice");
+            }
             if (token == end_of_text) {
                 bytes_[index] = token;  // a special token decodes to its own text
                 continue;
@@ -176,7 +202,6 @@ private:
 
     void load_merges(std::string_view text, const std::string& name) {
         std::size_t line_no = 0;
-        std::int32_t rank = 0;
         while (!text.empty()) {
             const std::size_t eol = text.find('\n');
             std::string_view line = text.substr(0, eol);
@@ -184,20 +209,24 @@ private:
             ++line_no;
             if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
             if (line.empty() || (line_no == 1 && line.starts_with("#version"))) continue;
-            const std::size_t space = line.find(' ');
-            if (space == std::string_view::npos || space == 0 || space + 1 == line.size() ||
-                line.find(' ', space + 1) != std::string_view::npos) {
-                throw FormatError(name + " line " + std::to_string(line_no) + ": expected two tokens separated by one space");
-            }
-            const std::string left(line.substr(0, space)), right(line.substr(space + 1));
-            const auto a = ids_.find(left), b = ids_.find(right), merged = ids_.find(left + right);
-            if (a == ids_.end() || b == ids_.end() || merged == ids_.end()) {
-                throw FormatError(name + " line " + std::to_string(line_no) + ": \"" + std::string(line) +
-                                  "\" uses or makes a token that the vocabulary does not have");
-            }
-            merges_.emplace(pair_key(a->second, b->second), Merge{rank++, merged->second});
+            add_merge(line, name + " line " + std::to_string(line_no));
         }
         if (merges_.empty()) throw FormatError(name + ": no merges");
+    }
+
+    // One merge "a b" (two tokens separated by one space), ranked after those before it.
+    void add_merge(std::string_view line, const std::string& where) {
+        const std::size_t space = line.find(' ');
+        if (space == std::string_view::npos || space == 0 || space + 1 == line.size() ||
+            line.find(' ', space + 1) != std::string_view::npos) {
+            throw FormatError(where + ": expected two tokens separated by one space");
+        }
+        const std::string left(line.substr(0, space)), right(line.substr(space + 1));
+        const auto a = ids_.find(left), b = ids_.find(right), merged = ids_.find(left + right);
+        if (a == ids_.end() || b == ids_.end() || merged == ids_.end()) {
+            throw FormatError(where + ": \"" + std::string(line) + "\" uses or makes a token that the vocabulary does not have");
+        }
+        merges_.emplace(pair_key(a->second, b->second), Merge{static_cast<std::int32_t>(merges_.size()), merged->second});
     }
 
     void encode_text(std::string_view text, std::vector<TokenId>& ids, WordCache& cache) const {

@@ -12,6 +12,7 @@
 //
 // Invalid UTF-8 in the text is an error naming its byte offset (TokenizerError); the ids of
 // raw bytes are never guessed.
+#include <algorithm>      // std::sort
 #include <cstdint>        // std::int32_t, std::uint64_t
 #include <filesystem>     // std::filesystem::path
 #include <limits>         // std::numeric_limits
@@ -127,6 +128,30 @@ public:
                                  std::to_string(bytes_.size()) + " tokens)");
         }
         return bytes_[static_cast<std::size_t>(id)];
+    }
+
+    // A token as vocab.json and GGUF files write it: its bytes as byte-level characters ("Ġthe"),
+    // a special token as its own text.
+    std::string token_text(TokenId id) const {
+        const std::string& bytes = token_bytes(id);
+        if (bytes == end_of_text) return bytes;
+        std::string text;
+        for (const char b : bytes) utf8::append(text, byte_level::byte_to_char[static_cast<unsigned char>(b)]);
+        return text;
+    }
+    // The merges as merges.txt writes them ("Ġ t"), highest priority first.
+    std::vector<std::string> merge_texts() const {
+        std::vector<std::pair<std::int32_t, std::string>> ranked;
+        ranked.reserve(merges_.size());
+        for (const auto& [key, merge] : merges_) {
+            ranked.emplace_back(merge.rank, token_text(static_cast<TokenId>(key >> 32)) + " " +
+                                                token_text(static_cast<TokenId>(key & 0xffffffffu)));
+        }
+        std::sort(ranked.begin(), ranked.end());
+        std::vector<std::string> out;
+        out.reserve(ranked.size());
+        for (auto& [rank, text] : ranked) out.push_back(std::move(text));
+        return out;
     }
 
 private:

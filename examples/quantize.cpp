@@ -1,0 +1,49 @@
+// quantize: a GPT-2 (a Hugging Face directory or a GGUF file) as one GGUF file in llama.cpp's
+// layout, its matrices in the format asked for, with its tokenizer: all `generate --model
+// FILE.gguf` (or llama.cpp) needs.
+//
+//   quantize --model models/gpt2 --weights q8_0 --out gpt2-q8_0.gguf
+//
+// Exit codes: 0 success, 1 bad input (model files) or a failed write, 2 bad flags.
+#include <CLI/CLI.hpp>
+
+#include <exception>
+#include <filesystem>
+#include <iostream>
+#include <optional>
+#include <string>
+
+#include "command_line.hpp"
+
+#include <tessera/models/write_gpt2_gguf.hpp>
+#include <tessera/tessera.hpp>
+
+int main(int argc, char** argv) {
+    CLI::App app{"Write a GPT-2 as a GGUF file (llama.cpp's layout) with its matrices in f32, bf16, q8_0 or q4_0"};
+    std::string model, out, name;
+    app.add_option("--model", model, "a GPT-2 GGUF file, or a directory with config.json, model.safetensors, vocab.json, merges.txt")
+        ->required();
+    app.add_option("--out", out, "the GGUF file to write (replaced only once it is complete)")->required();
+    app.add_option("--name", name, "general.name in the file (default: the model's file or directory name)");
+    std::optional<tessera::WeightFormatId> weights;
+    tessera::cli::add_weights_option(app, weights)->required();
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        const int rc = app.exit(e);  // prints the usage error (or the help)
+        return rc == 0 ? 0 : 2;
+    }
+    try {
+        const tessera::Gpt2Files files(model);
+        const auto tokenizer = tessera::open_tokenizer(model);
+        if (name.empty()) name = std::filesystem::path(model).lexically_normal().filename().string();
+        if (name.empty()) name = std::filesystem::path(model).lexically_normal().parent_path().filename().string();
+        tessera::write_gpt2_gguf(files, tokenizer, *weights, out, name);
+        std::cout << "wrote " << out << ": " << files.hyperparameters().shape.describe() << ", matrices "
+                  << tessera::weight_format_name(*weights) << ", " << std::filesystem::file_size(out) << " bytes\n";
+    } catch (const std::exception& e) {
+        std::cerr << "quantize: " << e.what() << '\n';
+        return 1;
+    }
+    return 0;
+}

@@ -1,0 +1,138 @@
+#pragma once
+// write_gpt2_gguf: a GPT-2 (from a Hugging Face directory or another GGUF file) and its
+// tokenizer as one GGUF file in llama.cpp's layout, as convert_hf_to_gguf.py and
+// llama-quantize write it: architecture "gpt2" with its gpt2.* hyperparameters, the tokenizer
+// as tokenizer.ggml.*, the matrices (token_embd, the four projections of each block, and
+// output when the head is untied) in the format asked for, position_embd, the norms and the
+// biases in F32. Blocks already stored in that format are copied as they are; the rest is
+// quantized with GGML's reference algorithm (the same bytes llama.cpp's tools write).
+#include <algorithm> // std::max, std::min
+#include <cstddef>   // std::byte, std::size_t
+#include <cstdint>   // std::int32_t, std::uint32_t
+#include <span>      // std::span
+#include <string>    // std::string
+#include <vector>    // std::vector
+
+#include <tessera/core/error.hpp>              // ArgumentError
+#include <tessera/core/weight_formats.hpp>     // WeightFormat, WeightFormatId, with_weight_type
+#include <tessera/io/gguf.hpp>                 // GgmlType
+#include <tessera/io/gguf_writer.hpp>          // GgufWriter
+#include <tessera/models/gpt2_checkpoints.hpp> // gguf_gpt2_tensor_name
+#include <tessera/models/load_gpt2.hpp>        // Gpt2Files
+#include <tessera/nn/parameter.hpp>            // TensorRequest
+#include <tessera/text/bpe_tokenizer.hpp>      // BpeTokenizer
+
+namespace tessera {
+
+// Every tensor of a GPT-2 of this shape, named and shaped as the layers ask for them.
+inline std::vector<TensorRequest> gpt2_tensors(const Gpt2Hyperparameters& h) {
+    using Role = TensorRequest::Role;
+    const GPT2Shape& s = h.shape;
+    std::vector<TensorRequest> out{{"wte.weight", Role::table, s.vocab_size, s.n_embd},
+                                   {"wpe.weight", Role::table, s.n_ctx, s.n_embd}};
+    for (std::size_t i = 0; i < s.n_layer; ++i) {
+        const std::string b = "h." + std::to_string(i) + ".";
+        for (const char* norm : {"ln_1.weight", "ln_1.bias"}) out.push_back({b + norm, Role::vector, 1, s.n_embd});
+        out.push_back({b + "attn.c_attn.weight", Role::linear, 3 * s.n_embd, s.n_embd});
+        out.push_back({b + "attn.c_attn.bias", Role::vector, 1, 3 * s.n_embd});
+        out.push_back({b + "attn.c_proj.weight", Role::linear, s.n_embd, s.n_embd});
+        out.push_back({b + "attn.c_proj.bias", Role::vector, 1, s.n_embd});
+        for (const char* norm : {"ln_2.weight", "ln_2.bias"}) out.push_back({b + norm, Role::vector, 1, s.n_embd});
+        out.push_back({b + "mlp.c_fc.weight", Role::linear, s.n_inner, s.n_embd});
+        out.push_back({b + "mlp.c_fc.bias", Role::vector, 1, s.n_inner});
+        out.push_back({b + "mlp.c_proj.weight", Role::linear, s.n_embd, s.n_inner});
+        out.push_back({b + "mlp.c_proj.bias", Role::vector, 1, s.n_embd});
+    }
+    out.push_back({"ln_f.weight", Role::vector, 1, s.n_embd});
+    out.push_back({"ln_f.bias", Role::vector, 1, s.n_embd});
+    if (!h.tie_word_embeddings) out.push_back({"lm_head.weight", Role::table, s.vocab_size, s.n_embd});
+    return out;
+}
+
+inline io::GgmlType ggml_type_of(WeightFormatId format) noexcept {
+    switch (format) {
+        case WeightFormatId::bf16: return io::GgmlType::bf16;
+        case WeightFormatId::q8_0: return io::GgmlType::q8_0;
+        case WeightFormatId::q4_0: return io::GgmlType::q4_0;
+        case WeightFormatId::f32: break;
+    }
+    return io::GgmlType::f32;
+}
+
+// llama.cpp's general.file_type for a model whose matrices are `format` (enum llama_ftype).
+inline std::uint32_t llama_file_type(WeightFormatId format) noexcept {
+    switch (format) {
+        case WeightFormatId::bf16: return 32;
+        case WeightFormatId::q8_0: return 7;
+        case WeightFormatId::q4_0: return 2;
+        case WeightFormatId::f32: break;
+    }
+    return 0;
+}
+
+inline void write_gpt2_gguf(const Gpt2Files& files, const BpeTokenizer& tokenizer, WeightFormatId format,
+                            const std::string& path, const std::string& name) {
+    const Gpt2Hyperparameters& h = files.hyperparameters();
+    tokenizer.check_vocab_size(h.shape.vocab_size);
+    io::GgufWriter w;
+    w.add_string("general.architecture", "gpt2");
+    w.add_string("general.name", name);
+    w.add_u32("general.file_type", llama_file_type(format));
+    if (format == WeightFormatId::q8_0 || format == WeightFormatId::q4_0) w.add_u32("general.quantization_version", 2);
+    w.add_u32("gpt2.block_count", static_cast<std::uint32_t>(h.shape.n_layer));
+    w.add_u32("gpt2.context_length", static_cast<std::uint32_t>(h.shape.n_ctx));
+    w.add_u32("gpt2.embedding_length", static_cast<std::uint32_t>(h.shape.n_embd));
+    w.add_u32("gpt2.feed_forward_length", static_cast<std::uint32_t>(h.shape.n_inner));
+    w.add_u32("gpt2.attention.head_count", static_cast<std::uint32_t>(h.shape.n_head));
+    w.add_f32("gpt2.attention.layer_norm_epsilon", h.layer_norm_epsilon);
+
+    w.add_string("tokenizer.ggml.model", "gpt2");
+    w.add_string("tokenizer.ggml.pre", "gpt-2");
+    std::vector<std::string> tokens;
+    std::vector<std::int32_t> types;  // llama.cpp's token types: 1 normal, 3 control
+    for (std::size_t id = 0; id < tokenizer.vocab_size(); ++id) {
+        tokens.push_back(tokenizer.token_text(static_cast<TokenId>(id)));
+        types.push_back(tokens.back() == BpeTokenizer::end_of_text ? 3 : 1);
+    }
+    w.add_strings("tokenizer.ggml.tokens", tokens);
+    w.add_i32s("tokenizer.ggml.token_type", types);
+    w.add_strings("tokenizer.ggml.merges", tokenizer.merge_texts());
+    if (const auto eos = tokenizer.eos_id()) {
+        w.add_u32("tokenizer.ggml.bos_token_id", static_cast<std::uint32_t>(*eos));
+        w.add_u32("tokenizer.ggml.eos_token_id", static_cast<std::uint32_t>(*eos));
+    }
+
+    const Checkpoint& source = files.checkpoint();
+    for (const TensorRequest& r : gpt2_tensors(h)) {
+        const bool matrix = r.role == TensorRequest::Role::linear || r.name == "wte.weight" || r.name == "lm_head.weight";
+        const WeightFormatId as = matrix ? format : WeightFormatId::f32;
+        std::vector<std::uint64_t> ne{r.cols};
+        if (r.role != TensorRequest::Role::vector) ne.push_back(r.rows);
+        with_weight_type(as, [&]<class W>() {
+            whole_blocks<W>(r.cols, r.name.c_str());
+            w.add_tensor(gguf_gpt2_tensor_name(r.name), ggml_type_of(as), ne, [&source, r] {
+                std::vector<std::byte> bytes(r.rows * stored_elements<W>(r.cols) * sizeof(W));
+                if (WeightFormat<W>::id != WeightFormatId::f32 && source.stores_as(r, WeightFormat<W>::id)) {
+                    source.read_stored_rows(r, 0, bytes);
+                    return bytes;
+                }
+                // A table 1 MB of floats at a time (GPT-2's embedding is 154 MB); a linear map whole
+                // (the file may have to transpose it).
+                const std::size_t step = r.role == TensorRequest::Role::linear
+                                             ? r.rows
+                                             : std::max<std::size_t>(1, (std::size_t{1} << 18) / r.cols);
+                std::vector<float> chunk(std::min(step, r.rows) * r.cols);
+                for (std::size_t row = 0; row < r.rows; row += step) {
+                    const std::span<float> part(chunk.data(), std::min(step, r.rows - row) * r.cols);
+                    source.read_rows(r, row, part);
+                    WeightFormat<W>::quantize(part.data(), reinterpret_cast<W*>(bytes.data()) + row * stored_elements<W>(r.cols),
+                                              part.size());
+                }
+                return bytes;
+            });
+        });
+    }
+    w.write(path);
+}
+
+}  // namespace tessera

@@ -37,6 +37,18 @@ cp "$here/../tests/data/gpt2/vocab.json" "$here/../tests/data/gpt2/merges.txt" "
 mkdir -p "$out/tiny-with-gpt2-tokenizer"  # a tokenizer that does not belong to the model
 cp "$out/tiny/config.json" "$out/tiny/model.safetensors" "$out/vocab/vocab.json" "$out/vocab/merges.txt" \
    "$out/tiny-with-gpt2-tokenizer/"
+# The same checkpoints as GGUF files in llama.cpp's layout, written by an independent converter
+# (tools/hf_to_gguf.py): tiny in each format, tiny-f16 as F16, tiny-prefixed (an untied head:
+# output.weight), vocab with GPT-2's tokenizer in its metadata.
+mkdir -p "$out/gguf"
+gguf() {  # model outtype file
+  [ -f "$out/gguf/$3" ] || $py "$here/hf_to_gguf.py" "$out/$1" "$out/gguf/$3" --outtype "$2" >/dev/null
+}
+for fmt in f32 bf16 q8_0 q4_0; do gguf tiny $fmt tiny-$fmt.gguf; done
+gguf tiny-f16 f16 tiny-f16.gguf
+gguf tiny-prefixed f32 tiny-prefixed.gguf
+gguf vocab f32 vocab-f32.gguf
+gguf vocab q8_0 vocab-q8_0.gguf
 # Greedy continuations: 64 steps, or as many as the context leaves after the 3-token prompt.
 greedy() {  # name steps
   local f="$out/$1/greedy.json"

@@ -79,7 +79,7 @@ public:
     void reserve_attention(std::size_t queries, std::size_t keys) {
         const std::size_t floats = cpu::attention_scratch_floats(queries, keys);
         for (auto& row : scratch_) {
-            if (row.size() < floats) row.resize(floats);
+            if (row.size() < floats) row = cpu::AlignedBuffer<float>(floats);
         }
     }
     void causal_attention(Tensor3View<const float, Cpu> q, Tensor3View<const float, Cpu> k,
@@ -110,7 +110,7 @@ private:
     }
 
     std::unique_ptr<cpu::ThreadPool> pool_;
-    std::vector<std::vector<float>> scratch_;  // attention scores per thread
+    std::vector<cpu::AlignedBuffer<float>> scratch_;  // attention scores per thread, 64-byte aligned
 };
 
 }  // namespace tessera

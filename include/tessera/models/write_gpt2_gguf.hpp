@@ -73,6 +73,13 @@ inline std::uint32_t llama_file_type(WeightFormatId format) noexcept {
 inline void write_gpt2_gguf(const Gpt2Files& files, const BpeTokenizer& tokenizer, WeightFormatId format,
                             const std::string& path, const std::string& name) {
     const Gpt2Hyperparameters& h = files.hyperparameters();
+    const auto stored_as = [&](const TensorRequest& r) {
+        const bool matrix = r.role == TensorRequest::Role::linear || r.name == "wte.weight" || r.name == "lm_head.weight";
+        return matrix ? format : WeightFormatId::f32;
+    };
+    for (const TensorRequest& r : gpt2_tensors(h)) {  // before anything is written
+        with_weight_type(stored_as(r), [&]<class W>() { whole_blocks<W>(r.cols, r.name.c_str()); });
+    }
     tokenizer.check_vocab_size(h.shape.vocab_size);
     io::GgufWriter w;
     w.add_string("general.architecture", "gpt2");
@@ -104,12 +111,10 @@ inline void write_gpt2_gguf(const Gpt2Files& files, const BpeTokenizer& tokenize
 
     const Checkpoint& source = files.checkpoint();
     for (const TensorRequest& r : gpt2_tensors(h)) {
-        const bool matrix = r.role == TensorRequest::Role::linear || r.name == "wte.weight" || r.name == "lm_head.weight";
-        const WeightFormatId as = matrix ? format : WeightFormatId::f32;
+        const WeightFormatId as = stored_as(r);
         std::vector<std::uint64_t> ne{r.cols};
         if (r.role != TensorRequest::Role::vector) ne.push_back(r.rows);
         with_weight_type(as, [&]<class W>() {
-            whole_blocks<W>(r.cols, r.name.c_str());
             w.add_tensor(gguf_gpt2_tensor_name(r.name), ggml_type_of(as), ne, [&source, r] {
                 std::vector<std::byte> bytes(r.rows * stored_elements<W>(r.cols) * sizeof(W));
                 if (WeightFormat<W>::id != WeightFormatId::f32 && source.stores_as(r, WeightFormat<W>::id)) {

@@ -2,8 +2,9 @@
 // Causal multi-head attention on the host, exact softmax (scores kept, not streamed).
 #include <algorithm>   // std::max
 #include <cmath>       // std::sqrt, INFINITY
-#include <vector>      // std::vector
+#include <span>        // std::span
 
+#include <tessera/backend/cpu/aligned_buffer.hpp>  // AlignedBuffer
 #include <tessera/backend/cpu/eigen_maps.hpp>   // ConstVectorMap, VectorMap, ArrayMap
 #include <tessera/backend/cpu/thread_pool.hpp>  // ThreadPool
 
@@ -20,9 +21,11 @@ inline std::size_t attention_scratch_floats(std::size_t tq, std::size_t tk) noex
 
 // q(tq, heads, dim), k and v (tk, heads, dim), out(tq, heads, dim); query i is at position
 // tk - tq + i and attends keys 0..that position. `scratch` holds one score row (tk floats) per
-// thread, sized by the caller so that this kernel never allocates. out may alias q (each
-// query row is read whole before its output row is written), not k or v.
-[[gnu::noinline]] inline void causal_attention(ThreadPool& pool, std::vector<std::vector<float>>& scratch, const float* q, const float* k,
+// thread, sized by the caller so that this kernel never allocates, and aligned alike: Eigen's
+// sums peel to an alignment, so rows at differently aligned addresses would be summed in
+// different orders, and a result would depend on which thread computed it. out may alias q
+// (each query row is read whole before its output row is written), not k or v.
+[[gnu::noinline]] inline void causal_attention(ThreadPool& pool, std::span<AlignedBuffer<float>> scratch, const float* q, const float* k,
                              const float* v, float* out, std::size_t tq, std::size_t tk, std::size_t heads,
                              std::size_t dim) {
     const auto d = static_cast<Eigen::Index>(dim);

@@ -20,6 +20,7 @@
 #include <type_traits>  // std::is_same_v
 #include <vector>     // std::vector
 
+#include <tessera/backend/cpu/aligned_buffer.hpp>  // AlignedBuffer
 #include <tessera/backend/cpu/eigen_maps.hpp>              // matrix, ConstVectorMap
 #include <tessera/backend/cpu/matrix_products_avx512.hpp>  // avx512::gemm_columns, has_avx512
 #include <tessera/backend/cpu/thread_pool.hpp>             // ThreadPool
@@ -290,8 +291,10 @@ template <class W>
     const std::size_t stored = stored_elements<W>(k);
     const ConstMatrixMap A = matrix(a, m, k, k);
     pool.parallel_for(n, panel, [&](std::size_t begin, std::size_t end) {
-        thread_local std::vector<float> dequantized;  // grows once per thread
-        if (dequantized.size() < panel * k) dequantized.resize(panel * k);
+        // Grows once per thread; aligned alike in every thread, so that no product's summation
+        // order depends on which thread ran it.
+        thread_local AlignedBuffer<float> dequantized;
+        if (dequantized.size() < panel * k) dequantized = AlignedBuffer<float>(panel * k);
         for (std::size_t p = begin; p < end; p += panel) {
             const std::size_t rows = std::min(panel, end - p);
             for (std::size_t r = 0; r < rows; ++r) WeightFormat<W>::dequantize(w + (p + r) * stored, dequantized.data() + r * k, k);

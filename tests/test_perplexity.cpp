@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include <tessera/models/kl_divergence.hpp>
 #include <tessera/models/perplexity.hpp>
 
 using namespace tessera;
@@ -100,4 +101,26 @@ TEST_CASE("Perplexity: stride 1 slides one token at a time", "[perplexity]") {
     CHECK(s.result.predicted == 7);
     const double want = nll(0, 1) + nll(0, 2) + nll(0, 3) + nll(1, 4) + nll(2, 5) + nll(3, 6) + nll(4, 7);
     CHECK(s.result.total_nll == Approx(want).epsilon(1e-12));
+}
+
+// KL(P_base || P) against closed forms: p = (1/2, 1/2), q = (3/4, 1/4) gives
+// 1/2 ln(2/3) + 1/2 ln 2 = 1/2 ln(4/3); logits shifted by a constant are the same distribution.
+TEST_CASE("KL divergence and top-1 agreement follow the closed form", "[perplexity][kl]") {
+    tessera::DistributionComparison c;
+    const std::vector<float> base{0.0f, 0.0f}, three_to_one{std::log(3.0f), 0.0f};
+    c.add(base, three_to_one);
+    CHECK(c.mean() == Approx(0.5 * std::log(4.0 / 3.0)).epsilon(1e-6));
+    CHECK(c.top1_agreement() == 1.0);  // ties pick the first token: both pick token 0
+    c.add(three_to_one, three_to_one);
+    const std::vector<float> shifted{std::log(3.0f) + 100.0f, 100.0f};
+    c.add(three_to_one, shifted);
+    CHECK(c.positions() == 3);
+    CHECK(c.quantile(0.0) == Approx(0.0).margin(1e-7));
+    CHECK(c.quantile(1.0) == Approx(0.5 * std::log(4.0 / 3.0)).epsilon(1e-6));
+    CHECK(c.mean() == Approx(0.5 * std::log(4.0 / 3.0) / 3).epsilon(1e-5));
+    const std::vector<float> one_to_three{0.0f, std::log(3.0f)};
+    c.add(three_to_one, one_to_three);  // 3/4 ln 3 + 1/4 ln(1/3) = 1/2 ln 3
+    CHECK(c.quantile(1.0) == Approx(0.5 * std::log(3.0)).epsilon(1e-6));
+    CHECK(c.top1_agreement() == Approx(0.75));
+    CHECK_THROWS_AS(c.add(base, std::vector<float>{1, 2, 3}), tessera::ArgumentError);
 }

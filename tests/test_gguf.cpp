@@ -6,6 +6,7 @@
 
 #include <unistd.h>  // getpid
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -90,7 +91,7 @@ TEST_CASE("GGUF: metadata and tensors read as the independent writer wrote them"
     CHECK_THROWS_WITH(f.unsigned_value("test.f32"), Catch::EndsWith("sample.gguf: metadata 'test.f32' is not an unsigned integer"));
     CHECK_THROWS_WITH(f.string_value("nope"), Catch::EndsWith("metadata 'nope' is missing"));
 
-    REQUIRE(f.tensors().size() == 4);
+    REQUIRE(f.tensors().size() == 6);
     const auto& t = f.tensor("f32");
     CHECK(t.type == GgmlType::f32);
     CHECK(t.ne == std::vector<std::uint64_t>{4, 3});
@@ -112,6 +113,18 @@ TEST_CASE("GGUF: metadata and tensors read as the independent writer wrote them"
     std::vector<tessera::Q8_0> mine(2);
     tessera::WeightFormat<tessera::Q8_0>::quantize(x.data(), mine.data(), 64);
     CHECK(std::memcmp(blocks.data(), mine.data(), 68) == 0);
+    // Q6_K of random bytes reads as the floats numpy read from them (which are ggml's too).
+    const auto& q6 = f.tensor("q6_k");
+    CHECK(q6.type == GgmlType::q6_k);
+    CHECK(q6.bytes == 420);
+    std::vector<float> got(512), want(512);
+    f.read_float_range(q6, 0, got);
+    f.read_float_range(f.tensor("q6_k.expected"), 0, want);
+    CHECK(got == want);
+    std::vector<float> second(256);
+    f.read_float_range(q6, 256, second);  // the second super-block alone
+    CHECK(std::equal(second.begin(), second.end(), want.begin() + 256));
+    CHECK_THROWS_WITH(f.read_float_range(q6, 32, second), Catch::Contains("in blocks of 256, not [32, 288)"));
     CHECK_THROWS_WITH(f.tensor("missing"), Catch::EndsWith("tensor 'missing' is missing"));
 }
 

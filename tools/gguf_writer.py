@@ -5,7 +5,8 @@ test file it writes:
   /usr/bin/python3 tools/gguf_writer.py tests/data/gguf/sample.gguf   (needs python3-numpy)
 
 sample.gguf holds metadata of every value type (UTF-8 strings, arrays of strings and integers,
-an array of arrays) and four tensors (F32, F16, BF16, Q8_0 made by tools/quantize_reference.py)
+an array of arrays) and tensors of each type (F32, F16, BF16, Q8_0 made by
+tools/quantize_reference.py, Q6_K of random bytes with the floats numpy reads from them)
 with the default alignment of 32; tests/test_gguf.cpp checks what tessera reads from it.
 """
 import pathlib
@@ -20,7 +21,7 @@ import quantize_reference  # noqa: E402
 U8, I8, U16, I16, U32, I32, F32, BOOL, STRING, ARRAY, U64, I64, F64 = range(13)
 SCALAR = {U8: "<B", I8: "<b", U16: "<H", I16: "<h", U32: "<I", I32: "<i", F32: "<f", BOOL: "<?", U64: "<Q",
           I64: "<q", F64: "<d"}
-GGML = {"F32": 0, "F16": 1, "Q4_0": 2, "Q8_0": 8, "BF16": 30}
+GGML = {"F32": 0, "F16": 1, "Q4_0": 2, "Q8_0": 8, "Q6_K": 14, "BF16": 30}
 
 
 def string(s):
@@ -70,8 +71,17 @@ def main():
     f16 = np.array([1, -2, 0.5, 65504], dtype="<f2")
     bf16 = quantize_reference.bf16(np.array([1, -2, 3.14159, 1e30, -0.0], dtype=np.float32))
     x = np.linspace(-1, 1, 64, dtype=np.float32)
+    # Q6_K: two super-blocks of random bytes with finite f16 scales (any bytes are valid
+    # quants), and the floats numpy reads from them beside them.
+    rng = np.random.default_rng(6)
+    q6 = bytearray(rng.integers(0, 256, 420, dtype=np.uint8).tobytes())
+    for i, d in enumerate([0.0123, -3.5e-5]):
+        q6[210 * i + 208:210 * i + 210] = np.float16(d).tobytes()
+    q6_floats = quantize_reference.dequantize_q6_k(bytes(q6))
     tensors = [
         ("f32", "F32", [4, 3], f32.tobytes()),
+        ("q6_k", "Q6_K", [256, 2], bytes(q6)),
+        ("q6_k.expected", "F32", [256, 2], q6_floats.astype("<f4").tobytes()),
         ("f16", "F16", [4], f16.tobytes()),
         ("bf16", "BF16", [5], bf16),
         ("q8_0", "Q8_0", [32, 2], quantize_reference.q8_0(x)),

@@ -60,6 +60,31 @@ def dequantize(blocks, kind):
     return np.concatenate(out)
 
 
+def dequantize_q6_k(blocks):
+    """GGUF's Q6_K (read only: llama-quantize keeps GPT-2's tied embedding in it): super-blocks
+    of 256 weights in 210 bytes, ql[128] (low 4 bits), qh[64] (high 2 bits), 16 int8 scales,
+    an f16 d; weight = d * scale * (q - 32), in float32 in that order."""
+    out = []
+    for i in range(0, len(blocks), 210):
+        b = blocks[i:i + 210]
+        ql = np.frombuffer(b[:128], np.uint8).astype(np.int32)
+        qh = np.frombuffer(b[128:192], np.uint8).astype(np.int32)
+        sc = np.frombuffer(b[192:208], np.int8).astype(np.float32)
+        d = np.frombuffer(b[208:210], "<f2")[0].astype(np.float32)
+        y = np.zeros(256, np.float32)
+        for half in range(2):
+            l_ = ql[64 * half:64 * half + 64]
+            h_ = qh[32 * half:32 * half + 32]
+            s_ = sc[8 * half:8 * half + 8]
+            for l in range(32):
+                q = [((l_[l] & 15) | ((h_[l] & 3) << 4)) - 32, ((l_[l + 32] & 15) | (((h_[l] >> 2) & 3) << 4)) - 32,
+                     ((l_[l] >> 4) | (((h_[l] >> 4) & 3) << 4)) - 32, ((l_[l + 32] >> 4) | (((h_[l] >> 6) & 3) << 4)) - 32]
+                for j in range(4):
+                    y[128 * half + l + 32 * j] = np.float32(d * s_[l // 16 + 2 * j]) * np.float32(q[j])
+        out.append(y)
+    return np.concatenate(out)
+
+
 def bf16(x):
     u = x.view(np.uint32).astype(np.uint64)
     rounded = (u + 0x7FFF + ((u >> 16) & 1)) >> 16  # nearest, ties to even (no NaN in the inputs)

@@ -33,8 +33,9 @@
 
 namespace tessera::io {
 
-// The tensor types tessera reads (ggml_type numbers).
-enum class GgmlType : std::uint32_t { f32 = 0, f16 = 1, q4_0 = 2, q8_0 = 8, bf16 = 30 };
+// The tensor types tessera reads (ggml_type numbers). Q6_K is read as float only: llama-quantize
+// keeps GPT-2's tied embedding in it when it makes a Q4_0 file.
+enum class GgmlType : std::uint32_t { f32 = 0, f16 = 1, q4_0 = 2, q8_0 = 8, q6_k = 14, bf16 = 30 };
 
 inline std::optional<GgmlType> ggml_type(std::uint32_t t) noexcept {
     switch (t) {
@@ -42,6 +43,7 @@ inline std::optional<GgmlType> ggml_type(std::uint32_t t) noexcept {
         case 1: return GgmlType::f16;
         case 2: return GgmlType::q4_0;
         case 8: return GgmlType::q8_0;
+        case 14: return GgmlType::q6_k;
         case 30: return GgmlType::bf16;
         default: return std::nullopt;
     }
@@ -52,17 +54,21 @@ inline std::string_view ggml_type_name(GgmlType t) noexcept {
         case GgmlType::f16: return "F16";
         case GgmlType::q4_0: return "Q4_0";
         case GgmlType::q8_0: return "Q8_0";
+        case GgmlType::q6_k: return "Q6_K";
         case GgmlType::bf16: return "BF16";
     }
     return "?";
 }
 // Elements per block and bytes per block.
-inline std::size_t ggml_block_elements(GgmlType t) noexcept { return t == GgmlType::q4_0 || t == GgmlType::q8_0 ? 32 : 1; }
+inline std::size_t ggml_block_elements(GgmlType t) noexcept {
+    return t == GgmlType::q4_0 || t == GgmlType::q8_0 ? 32 : t == GgmlType::q6_k ? 256 : 1;
+}
 inline std::size_t ggml_block_bytes(GgmlType t) noexcept {
     switch (t) {
         case GgmlType::f32: return 4;
         case GgmlType::q4_0: return 18;
         case GgmlType::q8_0: return 34;
+        case GgmlType::q6_k: return 210;
         default: return 2;
     }
 }
@@ -79,6 +85,27 @@ void widen_to_float(const std::byte* src, float* dst, std::size_t n) noexcept {
 }
 }  // namespace detail
 
+// Q6_K super-blocks (256 weights in 210 bytes: ql[128] low 4 bits, qh[64] high 2 bits, 16 int8
+// scales, an f16 d) to float: weight = d * scale * (q - 32), as ggml computes it.
+inline void dequantize_q6_k(const std::byte* src, float* y, std::size_t n) noexcept {
+    for (std::size_t b = 0; b < n / 256; ++b, src += 210) {
+        const auto* ql = reinterpret_cast<const std::uint8_t*>(src);
+        const auto* qh = ql + 128;
+        const auto* sc = reinterpret_cast<const std::int8_t*>(src + 192);
+        std::uint16_t bits;
+        std::memcpy(&bits, src + 208, 2);
+        const float d = static_cast<float>(f16::from_bits(bits));
+        for (std::size_t half = 0; half < 2; ++half, ql += 64, qh += 32, sc += 8, y += 128) {
+            for (std::size_t l = 0; l < 32; ++l) {
+                const std::size_t is = l / 16;
+                const int q[4] = {((ql[l] & 15) | ((qh[l] & 3) << 4)) - 32, ((ql[l + 32] & 15) | (((qh[l] >> 2) & 3) << 4)) - 32,
+                                  ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32, ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32};
+                for (std::size_t j = 0; j < 4; ++j) y[l + 32 * j] = d * static_cast<float>(sc[is + 2 * j]) * static_cast<float>(q[j]);
+            }
+        }
+    }
+}
+
 // n elements of type t (whole blocks) at src (aligned as a float) widened to float.
 inline void ggml_to_float(GgmlType t, const std::byte* src, float* dst, std::size_t n) noexcept {
     switch (t) {
@@ -87,6 +114,7 @@ inline void ggml_to_float(GgmlType t, const std::byte* src, float* dst, std::siz
         case GgmlType::bf16: detail::widen_to_float<bf16>(src, dst, n); break;
         case GgmlType::q8_0: detail::widen_to_float<Q8_0>(src, dst, n); break;
         case GgmlType::q4_0: detail::widen_to_float<Q4_0>(src, dst, n); break;
+        case GgmlType::q6_k: dequantize_q6_k(src, dst, n); break;
     }
 }
 
@@ -190,7 +218,7 @@ public:
             fail("tensor '" + t.name + "' has " + std::to_string(t.elements()) + " elements in blocks of " + std::to_string(block) +
                  ", not [" + std::to_string(first) + ", " + std::to_string(first + dst.size()) + ")");
         }
-        constexpr std::size_t chunk = std::size_t{1} << 16;  // elements, a multiple of every block
+        constexpr std::size_t chunk = std::size_t{1} << 16;  // elements, a multiple of every block (256 at most)
         // Floats: aligned for every block type (std::max_align_t would crash nvcc 13's front end).
         std::vector<float> raw(std::min(chunk, dst.size()));
         for (std::size_t done = 0; done < dst.size(); done += chunk) {
@@ -368,7 +396,7 @@ private:
             }
             const auto type = in.scalar<std::uint32_t>(what + ": type");
             const auto known = ggml_type(type);
-            if (!known) fail(what + " has ggml type " + std::to_string(type) + ", which is not supported (F32, F16, BF16, Q8_0, Q4_0 are)");
+            if (!known) fail(what + " has ggml type " + std::to_string(type) + ", which is not supported (F32, F16, BF16, Q8_0, Q4_0, Q6_K are)");
             t.type = *known;
             if (t.ne[0] % ggml_block_elements(t.type) != 0) {
                 fail(what + " is " + std::string(ggml_type_name(t.type)) + " but its rows of " + std::to_string(t.ne[0]) +

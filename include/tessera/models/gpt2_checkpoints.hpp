@@ -102,7 +102,8 @@ inline std::optional<WeightFormatId> weight_format_of(io::GgmlType t) noexcept {
         case io::GgmlType::bf16: return WeightFormatId::bf16;
         case io::GgmlType::q8_0: return WeightFormatId::q8_0;
         case io::GgmlType::q4_0: return WeightFormatId::q4_0;
-        case io::GgmlType::f16: break;  // no f16 weight format: widened to float
+        case io::GgmlType::f16:  // no f16 weight format: widened to float
+        case io::GgmlType::q6_k: break;  // read as float only
     }
     return std::nullopt;
 }

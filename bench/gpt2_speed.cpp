@@ -66,21 +66,24 @@ int main(int argc, char** argv) {
     // the same rounds, interleaved, so that their ratio is free of the machine's drift.
     const tessera::GPT2Shape shape = tessera::HfGpt2Config::read(std::string(model_dir) + "/config.json").shape;
     std::vector<std::unique_ptr<tessera::LanguageModel>> models;
-    std::vector<double> matrix_bytes;  // per weight of the matrices, for the traffic of each model
+    std::vector<double> matrix_bytes, head_bytes;  // per weight of the matrices and the head, for each model's traffic
     const auto bytes_per_weight = [](tessera::WeightFormatId id) {
         return tessera::with_weight_type(id, [&]<class W>() { return double(sizeof(W)) / double(tessera::WeightFormat<W>::block); });
     };
     if (formats.empty()) {
         models.push_back(tessera::open_gpt2(cpu, model_dir));
         matrix_bytes.push_back(4.0);
+        head_bytes.push_back(4.0);
         if (tessera::GPT2Small::shape() == shape) {
             models.push_back(tessera::open_gpt2<tessera::GPT2Small>(cpu, model_dir));
             matrix_bytes.push_back(4.0);
+            head_bytes.push_back(4.0);
         }
     }
     for (const tessera::WeightFormatId id : formats) {
         models.push_back(tessera::open_gpt2(cpu, model_dir, nullptr, id));
         matrix_bytes.push_back(bytes_per_weight(id));
+        head_bytes.push_back(bytes_per_weight(tessera::head_weight_format(id)));
     }
     struct Timing {
         double pp = 0, tg = 0;
@@ -118,7 +121,7 @@ int main(int argc, char** argv) {
                 bw_mean / 1e9);
     double all_weight_bytes = 0, kv_cache_bytes = 0;
     for (std::size_t m = 0; m < models.size(); ++m) {
-        const tessera::bench::Gpt2Traffic traffic(shape, matrix_bytes[m]);
+        const tessera::bench::Gpt2Traffic traffic(shape, matrix_bytes[m], head_bytes[m]);
         const double step_bytes = traffic.decode_step_bytes(static_cast<double>(tg));
         all_weight_bytes += traffic.resident_weight_bytes();
         kv_cache_bytes += traffic.kv_cache_bytes();

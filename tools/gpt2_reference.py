@@ -133,25 +133,26 @@ def load(model_dir):
 def store_weights(w, fmt):
     """The matrices tessera stores in `fmt` (the four projections of each block, wte, lm_head)
     replaced by the weights that format holds. Blocks run along each output's inputs: rows of
-    wte / lm_head, columns of the Conv1D matrices ([in, out])."""
+    wte / lm_head, columns of the Conv1D matrices ([in, out]). The tied embedding / head of a
+    q4_0 model is kept in q8_0 (as tessera and llama.cpp do)."""
     if fmt == "f32":
         return w
     import quantize_reference as q  # noqa: E402 (same directory)
     out = dict(w)
 
-    def stored(rows):  # rows: [out, in] float64, each row one output's weights
+    def stored(rows, kind=fmt):  # rows: [out, in] float64, each row one output's weights
         x = rows.astype(np.float32)
-        if fmt == "bf16":
+        if kind == "bf16":
             held = (np.frombuffer(q.bf16(x.ravel()), np.uint16).astype(np.uint32) << 16).view(np.float32)
         else:
-            held = q.dequantize((q.q8_0 if fmt == "q8_0" else q.q4_0)(x.ravel()), fmt)
+            held = q.dequantize((q.q8_0 if kind == "q8_0" else q.q4_0)(x.ravel()), kind)
         return held.astype(np.float64).reshape(rows.shape)
 
     for name in w:
         if name.endswith(("attn.c_attn.weight", "attn.c_proj.weight", "mlp.c_fc.weight", "mlp.c_proj.weight")):
             out[name] = stored(w[name].T).T
         elif name in ("wte.weight", "lm_head.weight"):
-            out[name] = stored(w[name])
+            out[name] = stored(w[name], "q8_0" if fmt == "q4_0" else fmt)
     return out
 
 

@@ -7,7 +7,8 @@ written independently of tessera's C++ (numpy, tools/gguf_writer.py, tools/quant
 
 Conv1D weights [in, out] are transposed to [out, in] (ggml ne = [in, out]); names as llama.cpp's
 tensor map (token_embd, position_embd, blk.N.attn_norm/attn_qkv/attn_output/ffn_norm/ffn_up/
-ffn_down, output_norm; output only for an untied lm_head); matrices in the out type,
+ffn_down, output_norm; output only for an untied lm_head); matrices in the out type (the
+embedding / head of a q4_0 file in Q8_0, as tessera keeps it; llama-quantize uses Q6_K),
 position_embd, norms and biases in F32; the tokenizer as tokenizer.ggml.* (model "gpt2",
 pre "gpt-2"). The test fixtures are made with it (tools/make_gpt2_fixtures.sh).
 """
@@ -100,7 +101,9 @@ def main():
         if name.endswith((".c_attn.weight", ".c_proj.weight", ".c_fc.weight")):
             a = a.T  # Conv1D [in, out] -> [out, in]
         matrix = a.ndim == 2 and name != "wpe.weight"
-        kind, raw = encode(a, args.outtype) if matrix else ("F32", np.ascontiguousarray(a).tobytes())
+        # The tied embedding / head of a Q4_0 file stays wider (llama-quantize: Q6_K; here Q8_0).
+        outtype = "q8_0" if args.outtype == "q4_0" and name in ("wte.weight", "lm_head.weight") else args.outtype
+        kind, raw = encode(a, outtype) if matrix else ("F32", np.ascontiguousarray(a).tobytes())
         tensors.append((gguf_name(name), kind, list(reversed(a.shape)), raw))
     gw.write_gguf(args.out, metadata, tensors)
     print(f"wrote {args.out}")

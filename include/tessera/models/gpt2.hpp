@@ -1,8 +1,9 @@
 #pragma once
 // GPT2<Config, Backend, W>: the whole model, composed from the nn types, its matrices (the
-// four projections of each block and the tied embedding / LM head) stored as W: float, bf16,
-// Q8_0 or Q4_0 (core/weight_formats.hpp), quantized when loaded. Position embeddings, layer
-// norms, biases, activations and the KV cache stay float.
+// four projections of each block) stored as W: float, bf16, Q8_0 or Q4_0
+// (core/weight_formats.hpp), quantized when loaded; the tied embedding / LM head as HeadW
+// (W, except a Q8_0 head for Q4_0: head_weight_t). Position embeddings, layer norms, biases,
+// activations and the KV cache stay float.
 //
 //   ids --wte + positions--> x (T, C) --DecoderBlock x L (KV cache appended)--> x
 //       --ln_f--> x_last (C) --· wteᵀ (tied head)--> logits (V)
@@ -19,6 +20,7 @@
 #include <optional>    // std::optional
 #include <span>        // std::span
 #include <string>      // std::string, std::to_string
+#include <type_traits> // std::is_same_v
 #include <vector>      // std::vector
 
 #include <tessera/backend/backend.hpp>        // RunsGraphs
@@ -39,13 +41,15 @@
 namespace tessera {
 
 template <class Config, class B, WeightType W = float,
-          template <std::size_t, std::size_t, class> class Positions = LearnedPositions>
+          template <std::size_t, std::size_t, class> class Positions = LearnedPositions, WeightType HeadW = head_weight_t<W>>
 class GPT2 {
-    static_assert(RunsWeightsAs<B, W>, "GPT2: this backend has no kernels for weights stored in this format.");
+    static_assert(RunsWeightsAs<B, W> && RunsWeightsAs<B, HeadW>,
+                  "GPT2: this backend has no kernels for weights stored in this format.");
 
 public:
     using config = Config;
     using weight_type = W;
+    using head_weight_type = HeadW;
     static constexpr std::size_t n_layer = Config::n_layer, n_head = Config::n_head, n_embd = Config::n_embd,
                                  n_ctx = Config::n_ctx, vocab_size = Config::vocab_size, n_inner = Config::n_inner;
     using Block = DecoderBlock<n_embd, n_head, n_inner, n_ctx, B, W>;
@@ -143,7 +147,9 @@ public:
     std::size_t n_layers() const noexcept { return shape_.n_layer; }
     // "gpt2 (124M): n_layer 12, n_head 12, ..." for logs and --help.
     std::string description() const {
-        return std::string(Config::name) + ": " + shape_.describe() + ", weights " + std::string(WeightFormat<W>::name);
+        std::string weights = std::string(WeightFormat<W>::name);
+        if constexpr (!std::is_same_v<HeadW, W>) weights += " (head " + std::string(WeightFormat<HeadW>::name) + ")";
+        return std::string(Config::name) + ": " + shape_.describe() + ", weights " + weights;
     }
 
     // Forgets the sequence: the next prefill starts at position 0.
@@ -195,11 +201,11 @@ private:
 
     B* backend_;
     GPT2Shape shape_;
-    Embedding<vocab_size, n_embd, B, W> wte_;               // (V, C), also the tied head
+    Embedding<vocab_size, n_embd, B, HeadW> wte_;           // (V, C), also the tied head
     Positions<n_ctx, n_embd, B> positions_;                 // (Ctx, C)
     std::vector<Block> blocks_;                             // n_layer
     LayerNorm<n_embd, B> ln_f_;                             // (C)
-    std::optional<Embedding<vocab_size, n_embd, B, W>> lm_head_;  // (V, C) when untied
+    std::optional<Embedding<vocab_size, n_embd, B, HeadW>> lm_head_;  // (V, C) when untied
     std::vector<typename Block::Cache> caches_;             // n_layer x (Ctx, H, D) keys and values
     typename Block::Scratch scratch_;                       // per-block activations
     Tensor<float, Extents<dyn, n_embd>, B> x_;              // (cap, C) residual stream

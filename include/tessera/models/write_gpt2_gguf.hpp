@@ -4,8 +4,10 @@
 // llama-quantize write it: architecture "gpt2" with its gpt2.* hyperparameters, the tokenizer
 // as tokenizer.ggml.*, the matrices (token_embd, the four projections of each block, and
 // output when the head is untied) in the format asked for, position_embd, the norms and the
-// biases in F32. Blocks already stored in that format are copied as they are; the rest is
-// quantized with GGML's reference algorithm (the same bytes llama.cpp's tools write).
+// biases in F32 (the embedding / head as the model keeps it: Q8_0 in a Q4_0 file, as
+// llama-quantize keeps it wider, in Q6_K). Blocks already stored in that format are copied as
+// they are; the rest is quantized with GGML's reference algorithm (the same bytes llama.cpp's
+// tools write).
 #include <algorithm> // std::max, std::min
 #include <cstddef>   // std::byte, std::size_t
 #include <cstdint>   // std::int32_t, std::uint32_t
@@ -74,8 +76,9 @@ inline void write_gpt2_gguf(const Gpt2Files& files, const BpeTokenizer& tokenize
                             const std::string& path, const std::string& name) {
     const Gpt2Hyperparameters& h = files.hyperparameters();
     const auto stored_as = [&](const TensorRequest& r) {
-        const bool matrix = r.role == TensorRequest::Role::linear || r.name == "wte.weight" || r.name == "lm_head.weight";
-        return matrix ? format : WeightFormatId::f32;
+        if (r.role == TensorRequest::Role::linear) return format;
+        if (r.name == "wte.weight" || r.name == "lm_head.weight") return head_weight_format(format);
+        return WeightFormatId::f32;
     };
     for (const TensorRequest& r : gpt2_tensors(h)) {  // before anything is written
         with_weight_type(stored_as(r), [&]<class W>() { whole_blocks<W>(r.cols, r.name.c_str()); });

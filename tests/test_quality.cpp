@@ -1,0 +1,73 @@
+// What each weight format costs on a trained model (tests/data/fortunes-gpt2, trained by
+// tools/train_small_gpt2.py on Debian's fortunes): random weights hide quantization error,
+// trained ones do not. Measured as llama.cpp's perplexity --kl-divergence reports it, against
+// the f32 model on held-out text: mean KL divergence per position and top-1 agreement.
+// Bounds (the targets): bf16 top-1 agreement >= 99%, Q8_0 mean KLD <= 0.002, Q4_0 mean
+// KLD <= 0.05; the measured values are in bench/RESULTS.md. A format written or read wrongly
+// (a scale off, a nibble swapped) moves the KLD by orders of magnitude.
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include <tessera/models/kl_divergence.hpp>
+#include <tessera/models/load_gpt2.hpp>
+#include <tessera/models/open_tokenizer.hpp>
+#include <tessera/models/perplexity.hpp>
+#include <tessera/tessera.hpp>
+
+using namespace tessera;
+
+namespace {
+
+const std::string trained = std::string(TESSERA_TEST_DATA_DIR) + "/fortunes-gpt2";
+
+// The first 4,096 tokens of the held-out fortunes, scored in windows of the whole context.
+std::vector<TokenId> heldout_tokens() {
+    const std::string text = io::read_whole_file(trained + "/heldout.txt", std::size_t{1} << 24);
+    std::vector<TokenId> ids = open_tokenizer(trained).encode(text);
+    ids.resize(std::min<std::size_t>(ids.size(), 4096));
+    return ids;
+}
+
+struct Quality {
+    double perplexity, mean_kl, top1;
+};
+
+Quality measure(const std::vector<std::vector<float>>& base, const std::vector<TokenId>& ids, WeightFormatId format) {
+    Cpu cpu(2);
+    const auto model = open_gpt2(cpu, trained, nullptr, format);
+    DistributionComparison c;
+    const auto r = evaluate_perplexity(*model, ids, model->context_length(), [&](std::size_t t, std::span<const float> logits) {
+        if (t + 1 < ids.size()) c.add(base[t], logits);
+    });
+    return {r.perplexity(), c.mean(), c.top1_agreement()};
+}
+
+}  // namespace
+
+TEST_CASE("Quality: each format's distance from f32 on the trained model", "[quality]") {
+    const auto ids = heldout_tokens();
+    REQUIRE(ids.size() == 4096);
+    Cpu cpu(2);
+    const auto f32 = open_gpt2(cpu, trained);
+    std::vector<std::vector<float>> base;
+    const auto r = evaluate_perplexity(*f32, ids, f32->context_length(),
+                                       [&](std::size_t, std::span<const float> l) { base.emplace_back(l.begin(), l.end()); });
+    INFO("f32 perplexity " << r.perplexity());
+    CHECK(r.perplexity() < 30);  // trained: uniform over 512 tokens would be 512
+
+    const Quality bf16 = measure(base, ids, WeightFormatId::bf16);
+    const Quality q8 = measure(base, ids, WeightFormatId::q8_0);
+    const Quality q4 = measure(base, ids, WeightFormatId::q4_0);
+    INFO("bf16: perplexity " << bf16.perplexity << ", mean KLD " << bf16.mean_kl << ", top-1 " << bf16.top1);
+    INFO("q8_0: perplexity " << q8.perplexity << ", mean KLD " << q8.mean_kl << ", top-1 " << q8.top1);
+    INFO("q4_0: perplexity " << q4.perplexity << ", mean KLD " << q4.mean_kl << ", top-1 " << q4.top1);
+    CHECK(bf16.top1 >= 0.99);
+    CHECK(q8.mean_kl <= 0.002);
+    CHECK(q4.mean_kl <= 0.05);
+    // Fewer bits cost more, and none costs nothing (a format that silently ran in f32 would).
+    CHECK(0 < bf16.mean_kl);
+    CHECK(bf16.mean_kl < q4.mean_kl);
+    CHECK(q8.mean_kl < q4.mean_kl);
+}

@@ -34,6 +34,7 @@ CONFIGS = {  # name: (n_layer, n_head, n_embd, n_ctx, vocab_size[, n_inner]); n_
     "free": (2, 2, 64, 96, 515, 160),
     # the fuzzers' seed checkpoint (tools/make_fuzz_seeds.py): as small as a GPT-2 can be
     "seed": (1, 1, 4, 8, 8, 8),
+    "seed32": (1, 1, 32, 8, 8, 32),  # the smallest shape Q8_0 and Q4_0 can hold (the GGUF fuzz seeds)
 }
 
 DTYPES = {"F32": np.float32, "F16": np.float16, "BF16": None}

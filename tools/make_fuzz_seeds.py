@@ -7,7 +7,8 @@ fuzz_tokenizer: texts; fuzz_tokenizer_files: a 300-token vocabulary (GPT-2's byt
 its first merges) + NUL + merges; fuzz_safetensors: the "seed" checkpoint in F32, F16, BF16;
 fuzz_config: config.json files; fuzz_checkpoint: config.json + NUL + model.safetensors;
 fuzz_json: config.json, a safetensors header and JSON with every kind of value and escape;
-fuzz_gguf: tests/data/gguf/sample.gguf (tools/gguf_writer.py).
+fuzz_gguf: tests/data/gguf/sample.gguf (tools/gguf_writer.py), and the "seed32" checkpoint
+as GGUF files in F32, Q8_0 and Q4_0 (tools/hf_to_gguf.py).
 """
 import json
 import pathlib
@@ -62,4 +63,14 @@ put("fuzz_json", "values.json", '{"a": [0, -0, 1.5e-3, 18446744073709551616, tru
 gguf = out / "fuzz_gguf"
 gguf.mkdir(parents=True, exist_ok=True)
 (gguf / "sample.gguf").write_bytes((root / "tests/data/gguf/sample.gguf").read_bytes())  # tools/gguf_writer.py
+import hf_to_gguf  # noqa: E402
+with tempfile.TemporaryDirectory() as tmp:
+    d = pathlib.Path(tmp) / "seed32"
+    gpt2_reference.make_checkpoint(types.SimpleNamespace(config="seed32", seed=1, out=str(d), dtype="F32", prefix="",
+                                                         lm_head=False))
+    for outtype in ("f32", "q8_0", "q4_0"):
+        f = pathlib.Path(tmp) / f"seed-{outtype}.gguf"
+        sys.argv = ["hf_to_gguf.py", str(d), str(f), "--outtype", outtype]
+        hf_to_gguf.main()
+        put("fuzz_gguf", f"seed-{outtype}.gguf", f.read_bytes())
 print(f"wrote {sum(1 for _ in out.rglob('*') if _.is_file())} seeds under {out}")

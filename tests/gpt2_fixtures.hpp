@@ -41,6 +41,21 @@ inline std::vector<TokenId> reference_greedy(const std::string& name) {
     return nlohmann::json::parse(in)["tokens"].get<std::vector<TokenId>>();
 }
 
+// Every position's logits (prefill_all of all tokens), then the logits of decode steps after a
+// `prompt`-token prefill, one after another: all that a model computes, to compare bit for bit.
+template <class Model>
+std::vector<float> prefill_then_decode_logits(Model& model, std::span<const TokenId> tokens, std::size_t prompt) {
+    model.reset();
+    std::vector<float> out = model.prefill_all(tokens);
+    model.reset();
+    model.prefill(tokens.first(prompt));
+    for (std::size_t i = prompt; i < tokens.size(); ++i) {
+        const auto step = model.decode(tokens[i]);
+        out.insert(out.end(), step.begin(), step.end());
+    }
+    return out;
+}
+
 // Decodes tokens one by one after a `prompt`-token prefill and compares every step's logits
 // with model.prefill_all(tokens) (full recomputation). Returns the worst absolute difference
 // and the largest |logit| (at least 1), for a bound relative to the logits' size.

@@ -280,14 +280,7 @@ TEST_CASE("Logits are the same bits for any thread count and on every run", "[gp
         std::vector<float> first;
         load_gpt2_as<W>(cpu, fixtures + "/tiny", [&](auto& model) {
             for (int r = 0; r < repeats; ++r) {
-                model.reset();
-                std::vector<float> out = model.prefill_all(tokens);
-                model.reset();
-                model.prefill(std::span(tokens).first(3));
-                for (std::size_t i = 3; i < tokens.size(); ++i) {
-                    const auto step = model.decode(tokens[i]);
-                    out.insert(out.end(), step.begin(), step.end());
-                }
+                const std::vector<float> out = test::prefill_then_decode_logits(model, tokens, 3);
                 if (r == 0) first = out;
                 INFO("run " << r << " on " << threads << " threads");
                 REQUIRE(out == first);

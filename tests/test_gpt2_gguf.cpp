@@ -43,15 +43,7 @@ fs::path temporary(const std::string& name) {
 
 // Every position's logits (prefill_all), then decode steps after an 8-token prompt: all of them.
 std::vector<float> logits_of(LanguageModel& model) {
-    const auto tokens = test::fixture_tokens();
-    std::vector<float> out = model.prefill_all(tokens);
-    model.reset();
-    model.prefill(std::span(tokens).first(8));
-    for (std::size_t i = 8; i < tokens.size(); ++i) {
-        const auto step = model.decode(tokens[i]);
-        out.insert(out.end(), step.begin(), step.end());
-    }
-    return out;
+    return test::prefill_then_decode_logits(model, test::fixture_tokens(), 8);
 }
 
 // A copy of GGUF file `from` with its metadata and tensors changed: edit_metadata(key, value)

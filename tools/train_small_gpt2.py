@@ -28,29 +28,17 @@ import math
 import pathlib
 import random
 import struct
+import sys
 import time
 
 import numpy as np
-import regex
 import torch
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from gpt2_encoder import PATTERN, bytes_to_unicode  # noqa: E402  GPT-2's pre-tokenizer and byte alphabet
 
 FORTUNES = pathlib.Path("/usr/share/games/fortunes")
 SKIP = {"ascii-art", "art"}  # pictures, not text
-# GPT-2's pre-tokenizer (OpenAI's encoder.py).
-PATTERN = regex.compile(r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+""")
-
-
-def byte_to_char():
-    """GPT-2's printable stand-in for each byte."""
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return {b: chr(c) for b, c in zip(bs, cs)}
 
 
 def read_fortunes(seed):
@@ -209,7 +197,7 @@ def main():
     train, held = read_fortunes(args.seed)
     (out / "heldout.txt").write_text("\n\n".join(held) + "\n", encoding="utf-8")
     merges = train_bpe(train, args.vocab - 1)
-    b2c = byte_to_char()
+    b2c = bytes_to_unicode()
     show = lambda bs: "".join(b2c[b] for b in bs)  # noqa: E731
     tokens = [bytes([b]) for b in range(256)]
     for a, b in merges:

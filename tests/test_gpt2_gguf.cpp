@@ -144,6 +144,32 @@ TEST_CASE("GGUF: --weights converts a file to another format", "[gguf]") {
     CHECK(worst <= 1e-4);
 }
 
+// llama-quantize's Q4_0 files keep the embedding in Q6_K, which tessera reads as float: loaded
+// with f32 weights, the logits are the reference's for Q4_0 matrices and that Q6_K embedding
+// (1e-4, as the f32 parity); loaded as stored, the embedding becomes the Q8_0 head of a q4_0
+// model, one rounding more (Q8_0 of the Q6_K values: within 2e-2 of the largest |logit|, the
+// bound of the decode-step test in test_gpt2.cpp).
+TEST_CASE("GGUF: a Q4_0 file with a Q6_K embedding, as llama-quantize writes it", "[gguf]") {
+    const auto want = test::reference_logits("wide", "logits-q4_0-q6_k.f64");
+    const auto tokens = test::fixture_tokens();
+    Cpu cpu(2);
+    const auto widened = open_gpt2(cpu, gguf("wide-q4_0-q6_k.gguf"), nullptr, WeightFormatId::f32);
+    const auto as_stored = open_gpt2(cpu, gguf("wide-q4_0-q6_k.gguf"));
+    CHECK(as_stored->weight_format() == "q4_0");
+    const auto a = widened->prefill_all(tokens), b = as_stored->prefill_all(tokens);
+    REQUIRE(a.size() == want.size());
+    double worst = 0, worst_stored = 0, scale = 1;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        worst = std::max(worst, std::fabs(a[i] - want[i]));
+        worst_stored = std::max(worst_stored, std::fabs(b[i] - want[i]));
+        scale = std::max(scale, std::fabs(want[i]));
+    }
+    INFO("f32: max abs difference " << worst << "; as stored: " << worst_stored << ", largest |logit| " << scale);
+    CHECK(worst <= 1e-4);
+    CHECK(worst_stored <= 2e-2 * scale);
+    CHECK(worst_stored > 0);  // the Q8_0 head is a rounding more, not the same weights
+}
+
 TEST_CASE("GGUF: the tokenizer in the file is the tokenizer of the directory", "[gguf]") {
     const BpeTokenizer from_file = open_tokenizer(gguf("vocab-f32.gguf"));
     const BpeTokenizer from_directory = open_tokenizer(fixtures + "/vocab");

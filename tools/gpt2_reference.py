@@ -34,7 +34,9 @@ CONFIGS = {  # name: (n_layer, n_head, n_embd, n_ctx, vocab_size[, n_inner]); n_
     "free": (2, 2, 64, 96, 515, 160),
     # the fuzzers' seed checkpoint (tools/make_fuzz_seeds.py): as small as a GPT-2 can be
     "seed": (1, 1, 4, 8, 8, 8),
-    "seed32": (1, 1, 32, 8, 8, 32),  # the smallest shape Q8_0 and Q4_0 can hold (the GGUF fuzz seeds)
+    "seed32": (1, 1, 32, 8, 8, 32),
+    # rows of 256: the width Q6_K needs (llama-quantize's Q4_0 files keep the embedding in Q6_K)
+    "wide": (1, 4, 256, 32, 300),  # the smallest shape Q8_0 and Q4_0 can hold (the GGUF fuzz seeds)
 }
 
 DTYPES = {"F32": np.float32, "F16": np.float16, "BF16": None}
@@ -213,6 +215,7 @@ def main():
         s.add_argument("--tokens", required=True, help="comma-separated ids")
         s.add_argument("--weights", choices=["f32", "bf16", "q8_0", "q4_0"], default="f32",
                        help="compute with the weights this storage format holds")
+        s.add_argument("--embedding", choices=["q6_k"], help="then the embedding as this format holds it")
         if name == "logits":
             s.add_argument("--out", required=True)
         else:
@@ -221,7 +224,11 @@ def main():
     if args.cmd == "checkpoint":
         return make_checkpoint(args)
     cfg, w = load(args.model)
+    wte = w["wte.weight"]
     w = store_weights(w, args.weights)
+    if args.embedding == "q6_k":  # the file's embedding, made from the checkpoint's
+        import quantize_reference as q  # noqa: E402 (same directory)
+        w["wte.weight"] = q.dequantize_q6_k(q.q6_k(wte.astype(np.float32).ravel())).astype(np.float64).reshape(wte.shape)
     tokens = [int(t) for t in args.tokens.split(",")]
     if args.cmd == "logits":
         forward(cfg, w, tokens).astype("<f8").tofile(args.out)

@@ -73,6 +73,8 @@ def main():
     ap.add_argument("model")
     ap.add_argument("out")
     ap.add_argument("--outtype", default="f32", choices=sorted(FILE_TYPE))
+    ap.add_argument("--embedding-type", choices=["q6_k"],
+                    help="token_embd in this type, as llama-quantize writes its Q4_0 files")
     args = ap.parse_args()
     d = pathlib.Path(args.model)
     cfg, w = gpt2_reference.load(d)
@@ -104,6 +106,8 @@ def main():
         # The tied embedding / head of a Q4_0 file stays wider (llama-quantize: Q6_K; here Q8_0).
         outtype = "q8_0" if args.outtype == "q4_0" and name in ("wte.weight", "lm_head.weight") else args.outtype
         kind, raw = encode(a, outtype) if matrix else ("F32", np.ascontiguousarray(a).tobytes())
+        if name == "wte.weight" and args.embedding_type == "q6_k":
+            kind, raw = "Q6_K", q.q6_k(a.ravel())
         tensors.append((gguf_name(name), kind, list(reversed(a.shape)), raw))
     gw.write_gguf(args.out, metadata, tensors)
     print(f"wrote {args.out}")

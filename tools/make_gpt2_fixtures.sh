@@ -25,6 +25,7 @@ make tiny-prefixed tiny 2 --prefix transformer. --lm-head
 make odd-heads odd-heads 4
 make vocab vocab 5
 make free free 6  # a shape with no static type: runs as GPT2<GPT2Dynamic, B>
+make wide wide 7  # rows of 256, for a Q6_K embedding
 # tiny with its matrices stored as bf16, q8_0, q4_0: the reference logits of those weights
 for fmt in bf16 q8_0 q4_0; do
   [ -f "$out/tiny/logits-$fmt.f64" ] || $ref logits --model "$out/tiny" --tokens "$tokens" --weights "$fmt" \
@@ -48,6 +49,11 @@ for fmt in f32 bf16 q8_0 q4_0; do gguf tiny $fmt tiny-$fmt.gguf; done
 gguf tiny-f16 f16 tiny-f16.gguf
 gguf tiny-prefixed f32 tiny-prefixed.gguf
 gguf vocab f32 vocab-f32.gguf
+# wide as llama-quantize writes a Q4_0 file: the embedding in Q6_K; its reference logits
+[ -f "$out/gguf/wide-q4_0-q6_k.gguf" ] || $py "$here/hf_to_gguf.py" "$out/wide" "$out/gguf/wide-q4_0-q6_k.gguf" \
+    --outtype q4_0 --embedding-type q6_k >/dev/null
+[ -f "$out/wide/logits-q4_0-q6_k.f64" ] || $ref logits --model "$out/wide" --tokens "$tokens" --weights q4_0 \
+    --embedding q6_k --out "$out/wide/logits-q4_0-q6_k.f64"
 gguf vocab q8_0 vocab-q8_0.gguf
 # Greedy continuations: 64 steps, or as many as the context leaves after the 3-token prompt.
 greedy() {  # name steps

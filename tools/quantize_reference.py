@@ -85,6 +85,31 @@ def dequantize_q6_k(blocks):
     return np.concatenate(out)
 
 
+def q6_k(x):
+    """A valid Q6_K encoding of x (not ggml's: its scale search is not needed to make test
+    files): per 16 weights a scale s = max|x| / 31.5, the super-block's d = max|s| / 127, the
+    int8 scales round(s / d), quants clamp(round(x / (d * scale)), -32, 31) + 32."""
+    out = bytearray()
+    for block in x.reshape(-1, 256).astype(np.float32):
+        groups = block.reshape(16, 16)
+        s = np.abs(groups).max(1) / np.float32(31.5)
+        d = np.float32(np.abs(s).max() / 127) if s.max() > 0 else np.float32(0)
+        d16 = np.float16(d)
+        sc = np.clip(np.round(s / np.float32(d16)), -128, 127).astype(np.int8) if d16 != 0 else np.zeros(16, np.int8)
+        step = np.float32(d16) * sc.astype(np.float32)
+        q = np.where(step[:, None] != 0, np.round(groups / np.where(step == 0, 1, step)[:, None]), 0)
+        q = (np.clip(q, -32, 31) + 32).astype(np.int32).reshape(256)
+        ql, qh = np.zeros(128, np.int32), np.zeros(64, np.int32)
+        for half in range(2):
+            for l in range(32):
+                v = [q[128 * half + l + 32 * j] for j in range(4)]
+                ql[64 * half + l] = (v[0] & 15) | ((v[2] & 15) << 4)
+                ql[64 * half + l + 32] = (v[1] & 15) | ((v[3] & 15) << 4)
+                qh[32 * half + l] = (v[0] >> 4) | ((v[1] >> 4) << 2) | ((v[2] >> 4) << 4) | ((v[3] >> 4) << 6)
+        out += ql.astype(np.uint8).tobytes() + qh.astype(np.uint8).tobytes() + sc.tobytes() + d16.astype("<f2").tobytes()
+    return bytes(out)
+
+
 def bf16(x):
     u = x.view(np.uint32).astype(np.uint64)
     rounded = (u + 0x7FFF + ((u >> 16) & 1)) >> 16  # nearest, ties to even (no NaN in the inputs)

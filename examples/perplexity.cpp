@@ -66,8 +66,9 @@ std::string kl_header(std::size_t vocab, std::span<const tessera::TokenId> token
 class KlBase {
 public:
     KlBase(const std::string& path, std::size_t vocab, std::span<const tessera::TokenId> tokens)
-        : file_(path), vocab_(vocab), row_(vocab), first_row_(kl_header(vocab, tokens).size()) {
+        : file_(path), vocab_(vocab), row_(vocab) {
         const std::string want = kl_header(vocab, tokens);
+        first_row_ = want.size();
         if (file_.size() < want.size()) fail("too short to be a --kl-divergence-base file");
         std::string got(want.size(), '\0');
         file_.read(0, std::as_writable_bytes(std::span(got.data(), got.size())));
@@ -88,7 +89,7 @@ private:
     tessera::io::ReadOnlyFile file_;
     std::size_t vocab_;
     std::vector<float> row_;
-    std::size_t first_row_;
+    std::size_t first_row_ = 0;
 };
 
 }  // namespace

@@ -40,7 +40,8 @@ struct TensorInfo {
 };
 
 // "[768, 2304]" for messages.
-inline std::string shape_string(const std::vector<std::size_t>& shape) {
+template <class Size>
+std::string shape_string(const std::vector<Size>& shape) {
     std::string s = "[";
     for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
     return s + "]";

@@ -20,7 +20,7 @@
 #include <tessera/core/error.hpp>           // FormatError
 #include <tessera/core/weight_formats.hpp>  // WeightFormatId
 #include <tessera/io/gguf.hpp>              // GgufFile
-#include <tessera/io/safetensors.hpp>       // SafetensorsFile
+#include <tessera/io/safetensors.hpp>       // SafetensorsFile, shape_string
 #include <tessera/models/gpt2_config.hpp>   // GPT2Shape, Gpt2Hyperparameters
 #include <tessera/nn/parameter.hpp>         // Checkpoint, TensorRequest
 
@@ -143,13 +143,8 @@ private:
         const std::vector<std::uint64_t> expected = r.role == TensorRequest::Role::vector ? std::vector<std::uint64_t>{r.cols}
                                                                                         : std::vector<std::uint64_t>{r.cols, r.rows};
         if (t.ne != expected) {
-            const auto dims = [](const std::vector<std::uint64_t>& ne) {
-                std::string s = "[";
-                for (std::size_t i = 0; i < ne.size(); ++i) s += (i ? ", " : "") + std::to_string(ne[i]);
-                return s + "]";
-            };
-            throw FormatError(path() + ": tensor '" + t.name + "' has dimensions " + dims(t.ne) +
-                              " (ggml order) but the file's gpt2.* metadata implies " + dims(expected));
+            throw FormatError(path() + ": tensor '" + t.name + "' has dimensions " + io::shape_string(t.ne) +
+                              " (ggml order) but the file's gpt2.* metadata implies " + io::shape_string(expected));
         }
         return t;
     }

@@ -1,9 +1,10 @@
 #pragma once
 // From a Hugging Face model directory (config.json + model.safetensors) or a GGUF file to a
 // GPT2 model: load_gpt2(backend, path, visitor) builds the model and calls visitor(model);
-// open_gpt2(backend, path) returns it as a LanguageModel instead. Any GPT-2 shape loads, as GPT2<GPT2Dynamic, B>;
-// a caller that wants static types for some shapes names them, load_gpt2<GPT2Small>(...), and
-// gets GPT2<GPT2Small, B> for that shape (each named shape is one more instantiation to compile).
+// open_gpt2(backend, path) returns it as a LanguageModel instead. Any GPT-2 shape loads, as
+// GPT2<GPT2Dynamic, B>; a caller that wants static types for some shapes names them,
+// load_gpt2<GPT2Small>(...), and gets GPT2<GPT2Small, B> for that shape (each named shape is one
+// more instantiation to compile).
 #include <cmath>       // std::isfinite
 #include <cstddef>     // std::size_t
 #include <cstdint>     // std::uint64_t
@@ -138,8 +139,6 @@ public:
     const Checkpoint& checkpoint() const noexcept { return *checkpoint_; }
     // The format of the matrices as stored (f32 for safetensors, whose F16/BF16 load as float).
     WeightFormatId stored_format() const noexcept { return stored_; }
-    bool is_gguf() const noexcept { return gguf_.has_value(); }
-    const io::GgufFile* gguf() const noexcept { return gguf_ ? &*gguf_ : nullptr; }
 
 private:
     // A shape that implies more weights than the file holds (n_layer 1200 instead of 12) is

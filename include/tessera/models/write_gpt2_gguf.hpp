@@ -8,10 +8,8 @@
 // llama-quantize keeps it wider, in Q6_K). Blocks already stored in that format are copied as
 // they are; the rest is quantized with GGML's reference algorithm (the same bytes llama.cpp's
 // tools write).
-#include <algorithm> // std::max, std::min
 #include <cstddef>   // std::byte, std::size_t
 #include <cstdint>   // std::int32_t, std::uint32_t
-#include <span>      // std::span
 #include <string>    // std::string
 #include <vector>    // std::vector
 
@@ -21,7 +19,7 @@
 #include <tessera/io/gguf_writer.hpp>          // GgufWriter
 #include <tessera/models/gpt2_checkpoints.hpp> // gguf_gpt2_tensor_name
 #include <tessera/models/load_gpt2.hpp>        // Gpt2Files
-#include <tessera/nn/parameter.hpp>            // TensorRequest
+#include <tessera/nn/parameter.hpp>            // TensorRequest, read_rows_as
 #include <tessera/text/bpe_tokenizer.hpp>      // BpeTokenizer
 
 namespace tessera {
@@ -119,23 +117,8 @@ inline void write_gpt2_gguf(const Gpt2Files& files, const BpeTokenizer& tokenize
         if (r.role != TensorRequest::Role::vector) ne.push_back(r.rows);
         with_weight_type(as, [&]<class W>() {
             w.add_tensor(gguf_gpt2_tensor_name(r.name), ggml_type_of(as), ne, [&source, r] {
-                std::vector<std::byte> bytes(r.rows * stored_elements<W>(r.cols) * sizeof(W));
-                if (WeightFormat<W>::id != WeightFormatId::f32 && source.stores_as(r, WeightFormat<W>::id)) {
-                    source.read_stored_rows(r, 0, bytes);
-                    return bytes;
-                }
-                // A table 1 MB of floats at a time (GPT-2's embedding is 154 MB); a linear map whole
-                // (the file may have to transpose it).
-                const std::size_t step = r.role == TensorRequest::Role::linear
-                                             ? r.rows
-                                             : std::max<std::size_t>(1, (std::size_t{1} << 18) / r.cols);
-                std::vector<float> chunk(std::min(step, r.rows) * r.cols);
-                for (std::size_t row = 0; row < r.rows; row += step) {
-                    const std::span<float> part(chunk.data(), std::min(step, r.rows - row) * r.cols);
-                    source.read_rows(r, row, part);
-                    WeightFormat<W>::quantize(part.data(), reinterpret_cast<W*>(bytes.data()) + row * stored_elements<W>(r.cols),
-                                              part.size());
-                }
+                std::vector<std::byte> bytes(r.rows * stored_elements<W>(r.cols) * sizeof(W));  // new: aligned for W
+                read_rows_as<W>(source, r, 0, r.rows, reinterpret_cast<W*>(bytes.data()));
                 return bytes;
             });
         });

@@ -11,7 +11,7 @@
 #include <type_traits>  // std::is_same_v
 #include <vector>       // std::vector
 
-#include <tessera/core/error.hpp>           // FormatError, ArgumentError, ShapeError
+#include <tessera/core/error.hpp>           // FormatError, ArgumentError
 #include <tessera/core/weight_formats.hpp>  // WeightFormat, WeightFormatId
 #include <tessera/ops/transfer.hpp>         // copy_from_host
 
@@ -28,24 +28,6 @@ std::size_t whole_blocks(std::size_t weights, const char* layer) {
                             " (use f32 or bf16 for this model)");
     }
     return weights / block;
-}
-
-// Float weights (row-major, rows of the tensor's logical width) into a weight tensor of any
-// storage type, quantized on the host when it is not float.
-template <class T>
-void store_weights(std::span<const float> values, T& tensor) {
-    using W = typename T::value_type;
-    if constexpr (std::is_same_v<W, float>) {
-        copy_from_host(values, tensor);
-    } else {
-        if (values.size() != tensor.size() * WeightFormat<W>::block) {
-            throw ShapeError("store_weights: " + std::to_string(values.size()) + " weights for " +
-                             std::to_string(tensor.size()) + " " + std::string(WeightFormat<W>::name) + " elements");
-        }
-        std::vector<W> stored(tensor.size());
-        WeightFormat<W>::quantize(values.data(), stored.data(), values.size());
-        copy_from_host(std::span<const W>(stored), tensor);
-    }
 }
 
 // What a layer asks for: `name` seen as `rows` x `cols` (a vector is one row). A table's rows
@@ -72,6 +54,29 @@ public:
         throw FormatError(path() + ": tensor '" + request.name + "' is not stored in the format asked for");
     }
 };
+
+// Rows [first, first + rows) of the tensor asked for, in format W, into host memory `out` (rows
+// x cols / block elements): blocks copied as stored when the file holds them in W (no rounding
+// twice); otherwise floats, quantized 1 MB at a time for a table (a 150 MB embedding is never
+// held twice) and whole for a linear map (a file may have to transpose it to give rows).
+template <WeightType W>
+void read_rows_as(const Checkpoint& file, const TensorRequest& request, std::size_t first, std::size_t rows, W* out) {
+    const std::size_t cols = request.cols, row_elements = stored_elements<W>(cols);
+    if constexpr (std::is_same_v<W, float>) {
+        file.read_rows(request, first, std::span<float>(out, rows * cols));
+    } else if (file.stores_as(request, WeightFormat<W>::id)) {
+        file.read_stored_rows(request, first, std::as_writable_bytes(std::span<W>(out, rows * row_elements)));
+    } else {
+        const std::size_t step =
+            request.role == TensorRequest::Role::linear ? rows : std::max<std::size_t>(1, (std::size_t{1} << 18) / cols);
+        std::vector<float> chunk(std::min(rows, step) * cols);
+        for (std::size_t r = 0; r < rows; r += step) {
+            const std::span<float> part(chunk.data(), std::min(step, rows - r) * cols);
+            file.read_rows(request, first + r, part);
+            WeightFormat<W>::quantize(part.data(), out + r * row_elements, part.size());
+        }
+    }
+}
 
 // A Checkpoint seen from one layer: names relative to `prefix` ("h.3.attn.").
 struct WeightSource {
@@ -106,42 +111,17 @@ struct WeightSource {
     }
 
 private:
-    // Rows [first, first + tensor rows) of the request: blocks copied as stored when the file
-    // holds them in the tensor's format; otherwise floats, quantized 1 MB at a time straight
-    // into host memory (a 150 MB embedding is never held twice), or whole for a device.
+    // Rows [first, first + tensor rows) of the request: straight into host memory when the
+    // backend's memory is host memory, else through a host copy.
     template <class T>
     void rows_into(const TensorRequest& request, std::size_t first, T& tensor) const {
         using W = typename T::value_type;
-        constexpr bool host = T::backend_type::host_accessible;
-        const std::size_t rows = tensor.extent(0), cols = request.cols, row_elements = tensor.extent(1);
-        if (!std::is_same_v<W, float> && file.stores_as(request, WeightFormat<W>::id)) {
-            if constexpr (host) {
-                file.read_stored_rows(request, first, std::as_writable_bytes(std::span<W>(tensor.data(), tensor.size())));
-            } else {
-                std::vector<W> stored(tensor.size());
-                file.read_stored_rows(request, first, std::as_writable_bytes(std::span<W>(stored)));
-                copy_from_host(std::span<const W>(stored), tensor);
-            }
-            return;
-        }
-        if constexpr (host && std::is_same_v<W, float>) {
-            file.read_rows(request, first, std::span<float>(tensor.data(), tensor.size()));
-        } else if constexpr (host) {
-            // Linear maps come whole: a file may have to transpose them to give rows.
-            const std::size_t step = request.role == TensorRequest::Role::linear
-                                         ? rows
-                                         : std::max<std::size_t>(1, (std::size_t{1} << 18) / cols);
-            std::vector<float> chunk(std::min(rows, step) * cols);
-            for (std::size_t r = 0; r < rows; r += step) {
-                const std::size_t n = std::min(step, rows - r);
-                const std::span<float> part(chunk.data(), n * cols);
-                file.read_rows(request, first + r, part);
-                WeightFormat<W>::quantize(part.data(), tensor.data() + r * row_elements, part.size());
-            }
+        if constexpr (T::backend_type::host_accessible) {
+            read_rows_as<W>(file, request, first, tensor.extent(0), tensor.data());
         } else {
-            std::vector<float> values(rows * cols);
-            file.read_rows(request, first, values);
-            store_weights(std::span<const float>(values), tensor);
+            std::vector<W> stored(tensor.size());
+            read_rows_as<W>(file, request, first, tensor.extent(0), stored.data());
+            copy_from_host(std::span<const W>(stored), tensor);
         }
     }
 };

@@ -2,15 +2,17 @@
 // generation after a 1-token prompt (tg), tokens/s, the decode step's bandwidth as a fraction of
 // the machine's read bandwidth (measured in the same run), and peak RSS against weights + KV cache.
 //
-//   build/bench/bench_gpt2 --model build/gpt2_fixtures/gpt2-124m [--threads 2] [--pp 512] [--tg 128]
-//                          [--weights f32,bf16,q8_0,q4_0]
-// With --weights, one run-time-shaped model per format, measured in the same interleaved
-// rounds (ratios between formats free of the machine's drift); without, f32 and (for the 124M
-// shape) the static GPT2<GPT2Small, Cpu> against the run-time-shaped model.
+//   build/bench/bench_gpt2 --model build/gpt2_fixtures/gpt2-124m [--model M2.gguf ...] [--threads 2]
+//                          [--pp 16,64,512] [--tg 128] [--rounds 4] [--weights f32,bf16,q8_0,q4_0]
+// Each --model (a directory or a .gguf) runs as stored, or once per --weights format; all are
+// measured in the same interleaved rounds (ratios free of the machine's drift). One directory of
+// the 124M shape without --weights also runs the static GPT2<GPT2Small, Cpu>.
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -32,86 +34,102 @@ double peak_rss_bytes() {
     return 0;
 }
 
-}  // namespace
+// "16,64,512" -> {16, 64, 512}; an empty list or a part that is not a whole number is refused.
+std::vector<std::size_t> whole_numbers(const std::string& flag, const std::string& list) {
+    std::vector<std::size_t> out;
+    for (std::size_t at = 0; at <= list.size();) {
+        const std::size_t comma = std::min(list.find(',', at), list.size());
+        const std::string part = list.substr(at, comma - at);
+        if (part.empty() || part.find_first_not_of("0123456789") != std::string::npos || part.size() > 9) {
+            throw std::invalid_argument(flag + ": whole numbers, comma-separated, got '" + list + "'");
+        }
+        out.push_back(std::stoul(part));
+        at = comma + 1;
+    }
+    return out;
+}
 
-int main(int argc, char** argv) {
-    std::string model_dir = "build/gpt2_fixtures/gpt2-124m";
+struct Measured {
+    std::unique_ptr<tessera::LanguageModel> model;
+    std::string path;
+    tessera::bench::Gpt2Traffic traffic;
+    std::vector<double> pp_seconds;  // per prompt length, summed over the rounds
+    double tg_seconds = 0;
+};
+
+int run(int argc, char** argv) {
+    std::vector<std::string> paths;
     unsigned threads = 2;
-    std::size_t pp = 512, tg = 128;
+    std::vector<std::size_t> pps{512};
+    std::size_t tg = 128;
+    int rounds = 4;
     std::vector<tessera::WeightFormatId> formats;
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string flag = argv[i], value = argv[i + 1];
-        if (flag == "--model") model_dir = value;
-        else if (flag == "--threads") threads = static_cast<unsigned>(std::stoul(value));
-        else if (flag == "--pp") pp = std::stoul(value);
-        else if (flag == "--tg") tg = std::stoul(value);
+        if (flag == "--model") paths.push_back(value);
+        else if (flag == "--threads") threads = static_cast<unsigned>(whole_numbers(flag, value).at(0));
+        else if (flag == "--pp") pps = whole_numbers(flag, value);
+        else if (flag == "--tg") tg = whole_numbers(flag, value).at(0);
+        else if (flag == "--rounds") rounds = std::max(1, static_cast<int>(whole_numbers(flag, value).at(0)));
         else if (flag == "--weights") {
             for (std::size_t at = 0; at <= value.size();) {
                 const std::size_t comma = std::min(value.find(',', at), value.size());
                 const auto id = tessera::weight_format_named(value.substr(at, comma - at));
-                if (!id) {
-                    std::fprintf(stderr, "--weights: f32, bf16, q8_0 or q4_0, comma-separated\n");
-                    return 2;
-                }
+                if (!id) throw std::invalid_argument("--weights: f32, bf16, q8_0 or q4_0, comma-separated");
                 formats.push_back(*id);
                 at = comma + 1;
             }
         } else {
-            std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
-            return 2;
+            throw std::invalid_argument("unknown flag " + flag);
         }
     }
+    if (paths.empty()) paths.push_back("build/gpt2_fixtures/gpt2-124m");
     tessera::Cpu cpu(threads);
-    // The run-time-shaped model, and for the 124M shape also GPT2<GPT2Small, Cpu>, measured in
-    // the same rounds, interleaved, so that their ratio is free of the machine's drift.
-    const tessera::GPT2Shape shape = tessera::HfGpt2Config::read(std::string(model_dir) + "/config.json").shape;
-    std::vector<std::unique_ptr<tessera::LanguageModel>> models;
-    std::vector<double> matrix_bytes, head_bytes;  // per weight of the matrices and the head, for each model's traffic
+    // Every model (each path: as stored, or once per --weights format) is measured in the same
+    // interleaved rounds, so that their ratios are free of the machine's drift. A single
+    // directory of the 124M shape without --weights also runs the static GPT2<GPT2Small, Cpu>.
+    std::vector<Measured> models;
     const auto bytes_per_weight = [](tessera::WeightFormatId id) {
         return tessera::with_weight_type(id, [&]<class W>() { return double(sizeof(W)) / double(tessera::WeightFormat<W>::block); });
     };
-    if (formats.empty()) {
-        models.push_back(tessera::open_gpt2(cpu, model_dir));
-        matrix_bytes.push_back(4.0);
-        head_bytes.push_back(4.0);
-        if (tessera::GPT2Small::shape() == shape) {
-            models.push_back(tessera::open_gpt2<tessera::GPT2Small>(cpu, model_dir));
-            matrix_bytes.push_back(4.0);
-            head_bytes.push_back(4.0);
+    const auto add = [&](std::unique_ptr<tessera::LanguageModel> model, const std::string& path,
+                         const tessera::GPT2Shape& shape) {
+        const auto id = *tessera::weight_format_named(model->weight_format());
+        const tessera::bench::Gpt2Traffic traffic(shape, bytes_per_weight(id), bytes_per_weight(tessera::head_weight_format(id)));
+        models.push_back({std::move(model), path, traffic, std::vector<double>(pps.size()), 0.0});
+    };
+    for (const std::string& path : paths) {
+        const tessera::GPT2Shape shape = tessera::Gpt2Files(path).hyperparameters().shape;
+        if (formats.empty()) add(tessera::open_gpt2(cpu, path), path, shape);
+        for (const tessera::WeightFormatId id : formats) add(tessera::open_gpt2(cpu, path, nullptr, id), path, shape);
+        if (formats.empty() && paths.size() == 1 && tessera::GPT2Small::shape() == shape &&
+            std::filesystem::is_directory(path)) {
+            add(tessera::open_gpt2<tessera::GPT2Small>(cpu, path), path, shape);
         }
     }
-    for (const tessera::WeightFormatId id : formats) {
-        models.push_back(tessera::open_gpt2(cpu, model_dir, nullptr, id));
-        matrix_bytes.push_back(bytes_per_weight(id));
-        head_bytes.push_back(bytes_per_weight(tessera::head_weight_format(id)));
-    }
-    struct Timing {
-        double pp = 0, tg = 0;
-    };
-    std::vector<Timing> totals(models.size());
-    const tessera::bench::Gpt2Runs<tessera::LanguageModel> first{*models[0]};
-    const auto prompt = first.prompt_of(pp);
+    const tessera::bench::Gpt2Runs<tessera::LanguageModel> first{*models[0].model};
+    std::vector<std::vector<tessera::TokenId>> prompts;
+    for (const std::size_t pp : pps) prompts.push_back(first.prompt_of(pp));
     for (auto& m : models) {  // warm-up, and the peak memory of a full run
-        const tessera::bench::Gpt2Runs<tessera::LanguageModel> runs{*m};
-        runs.pp(prompt);
+        const tessera::bench::Gpt2Runs<tessera::LanguageModel> runs{*m.model};
+        runs.pp(prompts.back());
         runs.tg(tg);
     }
     const double rss = peak_rss_bytes();
 
-    // Then 4 rounds, each: a bandwidth sample, pp, a bandwidth sample, tg, for each model. The
-    // machine is shared and its bandwidth drifts, so the ceiling is sampled between the runs
-    // it judges (the meter's 1 GiB buffer is created after the RSS reading above).
+    // Then the rounds, each: a bandwidth sample, the prompts, a bandwidth sample, tg, for each
+    // model. The machine is shared and its bandwidth drifts, so the ceiling is sampled between
+    // the runs it judges (the meter's 1 GiB buffer is created after the RSS reading above).
     tessera::bench::RooflineMeter meter(cpu.pool());
     tessera::bench::RooflineSamples samples;
-    constexpr int rounds = 4;
     for (int r = 0; r < rounds; ++r) {
         for (std::size_t i = 0; i < models.size(); ++i) {
-            const std::size_t m = r % 2 ? models.size() - 1 - i : i;  // alternate who goes first
-            const tessera::bench::Gpt2Runs<tessera::LanguageModel> runs{*models[m]};
+            Measured& m = models[r % 2 ? models.size() - 1 - i : i];  // alternate who goes first
+            const tessera::bench::Gpt2Runs<tessera::LanguageModel> runs{*m.model};
             meter.sample(samples);
-            totals[m].pp += runs.pp(prompt);
+            for (std::size_t p = 0; p < prompts.size(); ++p) m.pp_seconds[p] += runs.pp(prompts[p]);
             meter.sample(samples);
-            totals[m].tg += runs.tg(tg);
+            m.tg_seconds += runs.tg(tg);
         }
     }
     meter.sample(samples);
@@ -120,29 +138,38 @@ int main(int argc, char** argv) {
     std::printf("%u threads; read bandwidth (1 GiB sum, sampled between the runs): mean %.1f GB/s\n", threads,
                 bw_mean / 1e9);
     double all_weight_bytes = 0, kv_cache_bytes = 0;
-    for (std::size_t m = 0; m < models.size(); ++m) {
-        const tessera::bench::Gpt2Traffic traffic(shape, matrix_bytes[m], head_bytes[m]);
-        const double step_bytes = traffic.decode_step_bytes(static_cast<double>(tg));
-        all_weight_bytes += traffic.resident_weight_bytes();
-        kv_cache_bytes += traffic.kv_cache_bytes();
-        const double pp_mean = totals[m].pp / rounds, tg_mean = totals[m].tg / rounds;
-        const double tg_rate = tg / tg_mean, step_rate_bytes = step_bytes * tg_rate;
-        std::printf("model %s\n", models[m]->description().c_str());
-        std::printf("  pp%zu: %.1f tokens/s (%.3f s, mean of 4)\n", prompt.size(), prompt.size() / pp_mean, pp_mean);
-        std::printf("  tg%zu: %.1f tokens/s (%.2f ms/token, mean of 4), %.1f MB read per token -> %.1f GB/s\n", tg,
-                    tg_rate, 1e3 / tg_rate, step_bytes / 1e6, step_rate_bytes / 1e9);
+    for (const Measured& m : models) {
+        const double step_bytes = m.traffic.decode_step_bytes(static_cast<double>(tg));
+        all_weight_bytes += m.traffic.resident_weight_bytes();
+        kv_cache_bytes += m.traffic.kv_cache_bytes();
+        const double tg_rate = tg * rounds / m.tg_seconds, step_rate_bytes = step_bytes * tg_rate;
+        std::printf("model %s (%s)\n", m.model->description().c_str(), m.path.c_str());
+        for (std::size_t p = 0; p < prompts.size(); ++p) {
+            const double mean = m.pp_seconds[p] / rounds;
+            std::printf("  pp%zu: %.1f tokens/s (%.4f s, mean of %d)\n", prompts[p].size(), prompts[p].size() / mean, mean, rounds);
+        }
+        std::printf("  tg%zu: %.1f tokens/s (%.2f ms/token, mean of %d), %.1f MB read per token -> %.1f GB/s\n", tg,
+                    tg_rate, 1e3 / tg_rate, rounds, step_bytes / 1e6, step_rate_bytes / 1e9);
         std::printf("  decode roofline fraction: %.2f\n", step_rate_bytes / bw_mean);
     }
-    if (formats.empty() && models.size() == 2) {
-        std::printf("run-time shape / static GPT2Small: pp %.3f, tg %.3f (tokens/s ratios)\n",
-                    totals[1].pp / totals[0].pp, totals[1].tg / totals[0].tg);
-    }
-    for (std::size_t m = 1; m < formats.size(); ++m) {
-        std::printf("%s / %s: pp %.2f, tg %.2f (tokens/s ratios)\n", std::string(tessera::weight_format_name(formats[m])).c_str(),
-                    std::string(tessera::weight_format_name(formats[0])).c_str(), totals[0].pp / totals[m].pp,
-                    totals[0].tg / totals[m].tg);
+    for (std::size_t m = 1; m < models.size(); ++m) {
+        std::printf("%s / %s: pp%zu %.2f, tg %.2f (tokens/s ratios)\n", std::string(models[m].model->weight_format()).c_str(),
+                    std::string(models[0].model->weight_format()).c_str(), prompts.back().size(),
+                    models[0].pp_seconds.back() / models[m].pp_seconds.back(), models[0].tg_seconds / models[m].tg_seconds);
     }
     std::printf("peak RSS %.1f MB (%zu model(s)); weights %.1f MB + KV cache %.1f MB = %.1f MB in all; ratio %.2f\n",
                 rss / 1e6, models.size(), all_weight_bytes / 1e6, kv_cache_bytes / 1e6,
                 (all_weight_bytes + kv_cache_bytes) / 1e6, rss / (all_weight_bytes + kv_cache_bytes));
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    try {
+        return run(argc, argv);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "bench_gpt2: %s\n", e.what());
+        return 2;
+    }
 }

@@ -120,7 +120,21 @@ TEST_CASE("The decode step allocates nothing", "[gpt2]") {
 // One-token decode steps multiply 8-bit activations for Q8_0 and Q4_0 (as llama.cpp does):
 // measured 8.3e-3 (Q8_0) and 8.5e-3 (Q4_0) of the largest |logit| on tiny (random weights, no
 // outliers to hide behind); bound 2e-2, while a wrong block layout or scale moves logits by
-// their own size. bf16 decodes in float: measured 1.4e-7, bound 1e-5.
+// their own size. bf16 decodes in float: measured 1.4e-7, bound 1e-5. The fixture's prompt
+// is short, so with AVX-512 VNNI its prefill also runs on 8-bit activations (the few-row
+// tiles), under the same bound; with float activations it must match to 1e-4.
+// Whether a prompt of n tokens multiplies Q8_0 / Q4_0 weights with 8-bit activations.
+template <class W>
+bool prompt_activations_quantized(std::size_t n) {
+    if constexpr (std::is_same_v<W, Q8_0> || std::is_same_v<W, Q4_0>) {
+        if (n == 1) return true;
+#if TESSERA_HAS_AVX512_KERNELS
+        return n <= cpu::integer_rows_max && cpu::has_avx512_vnni();
+#endif
+    }
+    return false;
+}
+
 TEST_CASE("Stored weights: logits match the reference of the weights each format holds", "[gpt2][formats]") {
     const auto tokens = fixture_tokens();
     const auto check = [&]<class W>(double decode_tolerance) {
@@ -138,8 +152,8 @@ TEST_CASE("Stored weights: logits match the reference of the weights each format
                 worst = std::max(worst, std::fabs(got[i] - want[i]));
                 scale = std::max(scale, std::fabs(want[i]));
             }
-            INFO("all positions: max abs difference " << worst);
-            CHECK(worst <= 1e-4);
+            INFO("all positions: max abs difference " << worst << ", largest |logit| " << scale);
+            CHECK(worst <= std::max(1e-4, prompt_activations_quantized<W>(tokens.size()) ? decode_tolerance * scale : 0.0));
             model.reset();
             model.prefill(std::span(tokens).first(8));
             double worst_decode = 0;
@@ -156,7 +170,8 @@ TEST_CASE("Stored weights: logits match the reference of the weights each format
     check.template operator()<Q4_0>(2e-2);
 }
 
-// GPT-2's vocabulary (50,257 x 32): the embedding is read and quantized 8,192 rows at a time.
+// GPT-2's vocabulary (50,257 x 32): the embedding is read and quantized 8,192 rows at a time
+// (a wrong chunk moves logits by their own size; the bounds as above).
 TEST_CASE("Stored weights: a large embedding quantized in chunks as it loads", "[gpt2][formats]") {
     const auto tokens = fixture_tokens();
     const auto want = reference_logits("vocab", "logits-q8_0.f64");
@@ -164,9 +179,11 @@ TEST_CASE("Stored weights: a large embedding quantized in chunks as it loads", "
     load_gpt2_as<Q8_0>(cpu, fixtures + "/vocab", [&](auto& model) {
         const auto got = model.prefill_all(tokens);
         REQUIRE(got.size() == want.size());
+        double scale = 1;
+        for (const double x : want) scale = std::max(scale, std::fabs(x));
         const double worst = max_abs_difference(got, want);
-        INFO("max abs difference " << worst);
-        CHECK(worst <= 1e-4);
+        INFO("max abs difference " << worst << ", largest |logit| " << scale);
+        CHECK(worst <= (prompt_activations_quantized<Q8_0>(tokens.size()) ? 2e-2 * scale : 1e-4));
     });
 }
 

@@ -78,8 +78,12 @@ void check_products(std::size_t m, std::size_t n, std::size_t k) {
     std::copy(a.begin(), a.end(), at.data());
     std::copy(bias.begin(), bias.end(), bt.data());
     gemm(cpu, at, stored, bt, c);
-    // One row of Q8_0 / Q4_0 goes through 8-bit activations; everything else is a float product.
-    const bool integer = m == 1 && !std::is_same_v<W, bf16>;
+    // Q8_0 / Q4_0 go through 8-bit activations for one row, and with AVX-512 VNNI for up to
+    // cpu::integer_rows_max rows; everything else is a float product.
+    bool integer = m == 1 && !std::is_same_v<W, bf16>;
+#if TESSERA_HAS_AVX512_KERNELS
+    integer = integer || (!std::is_same_v<W, bf16> && m <= cpu::integer_rows_max && cpu::has_avx512_vnni());
+#endif
     const std::vector<double> ref = reference(a, dequantized, m, n, k, integer);
     double worst = 0.0;
     for (std::size_t i = 0; i < m * n; ++i) worst = std::max(worst, std::abs(c.data()[i] - (ref[i] + bias[i % n])));
@@ -146,6 +150,71 @@ TEST_CASE("Products with bf16, Q8_0 and Q4_0 weights match double-precision refe
         check_products<Q4_0>(1, 130, k);
     }
     check_products<Q8_0>(40, 130, 800);  // several panels
+    // A few rows (the tiles: 4 activation rows at a time, then 3, 2, 1; eight blocks per step,
+    // then the rest one by one), and the sizes where each path hands over to the next.
+    for (std::size_t m : {3, 4, 5, 6, 7, 31, 32, 33, 96, 97, 192, 193}) {
+        check_products<bf16>(m, 37, 800);
+        check_products<Q8_0>(m, 37, 800);
+        check_products<Q4_0>(m, 37, 800);
+    }
+}
+
+namespace {
+
+// Row `row` of an m-row product, for m = 1..max: every result must have the same bits.
+template <class W>
+void check_batch_independence(std::size_t max, std::size_t first_m) {
+    Cpu cpu(2);
+    const std::size_t n = 45, k = 800;
+    std::mt19937 rng(11);
+    std::normal_distribution<float> normal;
+    std::vector<float> w(n * k);
+    for (float& v : w) v = 0.02f * normal(rng);
+    Tensor<float, Extents<dyn, dyn>, Cpu> a(max, k);
+    for (std::size_t i = 0; i < max * k; ++i) a.data()[i] = normal(rng);
+    Tensor<float, Extents<dyn>, Cpu> bias(n);
+    for (std::size_t i = 0; i < n; ++i) bias.data()[i] = normal(rng);
+    std::vector<float> alone;
+    for (std::size_t m = first_m; m <= max; ++m) {
+        Tensor<float, Extents<dyn, dyn>, Cpu> c(m, n);
+        Tensor<float, Extents<dyn, dyn>, Cpu> rows(m, k);  // a's last m rows: the last one is always the same
+        std::copy(a.data() + (max - m) * k, a.data() + max * k, rows.data());
+        if constexpr (std::is_same_v<W, float>) {
+            Tensor<float, Extents<dyn, dyn>, Cpu> stored(n, k);
+            std::copy(w.begin(), w.end(), stored.data());
+            gemm(cpu, rows, stored, bias, c);
+        } else {
+            Tensor<W, Extents<dyn, dyn>, Cpu> stored(n, k / WeightFormat<W>::block);
+            WeightFormat<W>::quantize(w.data(), stored.data(), n * k);
+            gemm(cpu, rows, stored, bias, c);
+        }
+        const std::vector<float> last(c.data() + (m - 1) * n, c.data() + m * n);
+        if (alone.empty()) alone = last;
+        INFO(WeightFormat<W>::name << ": the same row in a product of " << m << " rows");
+        CHECK(last == alone);
+    }
+}
+
+}  // namespace
+
+// What batched decoding needs: a sequence's logits must not depend on which other sequences
+// share its decode step (float sums in a fixed order per row, whatever the tile).
+TEST_CASE("A row's product has the same bits whatever other rows share the product", "[formats][gemm]") {
+#if TESSERA_HAS_AVX512_KERNELS
+    if (!cpu::has_avx512()) {
+        WARN("without AVX-512 the products of several rows are Eigen's: not checked");
+        return;
+    }
+    check_batch_independence<float>(cpu::avx512::few_rows_max<float>, 1);
+    check_batch_independence<bf16>(cpu::avx512::few_rows_max<bf16>, 1);
+    if (cpu::has_avx512_vnni()) {
+        // One row runs gemv's two-accumulator kernel: a batch of one differs in the last float bits.
+        check_batch_independence<Q8_0>(cpu::integer_rows_max, 2);
+        check_batch_independence<Q4_0>(cpu::integer_rows_max, 2);
+    }
+#else
+    WARN("no AVX-512 kernels in this build: not checked");
+#endif
 }
 
 TEST_CASE("Stored-weight products check their shapes", "[formats][gemm]") {

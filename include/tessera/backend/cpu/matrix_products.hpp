@@ -35,6 +35,15 @@ namespace tessera::cpu {
 [[gnu::noinline]] inline void gemm(ThreadPool& pool, const float* a, const float* w, const float* bias, float* c, std::size_t m,
                  std::size_t n, std::size_t k) {
     if (m == 1) return gemv(pool, w, a, bias, c, n, k);  // one row: the decode step's product
+#if TESSERA_HAS_AVX512_KERNELS
+    if (m <= avx512::few_rows_max<float> && has_avx512()) {
+        pool.parallel_for(n, 16, [&](std::size_t begin, std::size_t end) {
+            avx512::few_rows_columns(a, w, c, m, k, n, begin, end);
+            if (bias != nullptr) matrix(c + begin, m, end - begin, n).rowwise() += ConstVectorMap(bias + begin, static_cast<Eigen::Index>(end - begin)).transpose();
+        });
+        return;
+    }
+#endif
     const ConstMatrixMap A = matrix(a, m, k, k);
     // 64 columns per chunk: a whole number of the micro-kernel's panels.
     pool.parallel_for(n, 64, [&](std::size_t begin, std::size_t end) {

@@ -10,14 +10,20 @@
 // the two blocks' scales. With AVX-512 VNNI (checked at run time) that sum is `vpdpbusd`, 64
 // weights per instruction.
 //
-// Several rows (prefill, compute-bound): each task dequantizes a panel of W to float and runs
-// the float product on it (the AVX-512 packed kernel or Eigen), so the prefill speed is that of
+// A few rows (a short prompt, a batched decode step; with AVX-512): W is read as stored, once,
+// by tiles that multiply each weight vector with several activation rows: bf16 widened into
+// the float tiles of matrix_products_avx512.hpp (up to 192 rows), Q8_0 / Q4_0 by integer tiles
+// over activations quantized as for one row (2 to 32 rows).
+//
+// More rows (prefill, compute-bound): each task dequantizes a panel of W to float and runs the
+// float product on it (the AVX-512 packed kernel or Eigen), so the prefill speed is that of
 // float weights, less the dequantization pass.
 #include <algorithm>  // std::min
 #include <cmath>      // std::fabs, std::nearbyint
 #include <cstddef>    // std::size_t
 #include <cstdint>    // std::int8_t
-#include <type_traits>  // std::is_same_v
+#include <type_traits>  // std::is_same_v, std::integral_constant
+#include <utility>    // std::index_sequence
 #include <vector>     // std::vector
 
 #include <tessera/backend/cpu/aligned_buffer.hpp>  // AlignedBuffer
@@ -36,12 +42,16 @@ struct QuantizedRow {
     // [b 0-15, b+1 0-15, b 16-31, b+1 16-31], and -8 times each group of four of those.
     std::vector<std::int8_t> q_pairs;
     std::vector<std::int32_t> minus_8x;
+    // For Q8_0's few-row tiles, whose weights are made unsigned (w + 128): -128 times each
+    // group of four of q.
+    std::vector<std::int32_t> minus_128x;
 
     void reserve(std::size_t k) {
         if (q.size() < k) q.resize(k);
         if (d.size() < k / 32) d.resize(k / 32);
         if (q_pairs.size() < k) q_pairs.resize(k);
         if (minus_8x.size() < k / 4) minus_8x.resize(k / 4);
+        if (minus_128x.size() < k / 4) minus_128x.resize(k / 4);
     }
 
     // x(k), k a multiple of 32: each block scaled so that its largest magnitude becomes 127,
@@ -70,6 +80,15 @@ struct QuantizedRow {
         }
         for (std::size_t i = 0; i < paired / 4; ++i)
             minus_8x[i] = -8 * (q_pairs[4 * i] + q_pairs[4 * i + 1] + q_pairs[4 * i + 2] + q_pairs[4 * i + 3]);
+    }
+    // What the few-row tiles of W's format read besides q and d.
+    template <class W>
+    void prepare_for(std::size_t k) {
+        if constexpr (std::is_same_v<W, Q4_0>) {
+            pair_for_nibbles(k);
+        } else {
+            for (std::size_t i = 0; i < k / 4; ++i) minus_128x[i] = -128 * (q[4 * i] + q[4 * i + 1] + q[4 * i + 2] + q[4 * i + 3]);
+        }
     }
 };
 
@@ -161,15 +180,20 @@ inline __m512i pair_sums(const Q4_0* w, const QuantizedRow& x, std::size_t b) no
                                _mm512_loadu_si512(x.q_pairs.data() + b * 32));
 }
 
-// The scales of blocks [b, b + 8) (w's times x's) in lanes 0-7: the eight f16 scales widened
-// at once (converting them one by one measured ~1.5x slower overall).
+// The f16 scales of blocks [b, b + 8) of one row, widened.
+template <class W>
+inline __m256 weight_scales(const W* w, std::size_t b) noexcept {
+    return _mm256_cvtph_ps(_mm_setr_epi16(static_cast<short>(w[b].d.bits), static_cast<short>(w[b + 1].d.bits),
+                                          static_cast<short>(w[b + 2].d.bits), static_cast<short>(w[b + 3].d.bits),
+                                          static_cast<short>(w[b + 4].d.bits), static_cast<short>(w[b + 5].d.bits),
+                                          static_cast<short>(w[b + 6].d.bits), static_cast<short>(w[b + 7].d.bits)));
+}
+
+// The scales of blocks [b, b + 8), w's times x's, in lanes 0-7 (the eight f16 scales widened
+// at once: converting them one by one measured ~1.5x slower overall).
 template <class W>
 inline __m512 eight_scales(const W* w, const QuantizedRow& x, std::size_t b) noexcept {
-    const __m128i bits = _mm_setr_epi16(static_cast<short>(w[b].d.bits), static_cast<short>(w[b + 1].d.bits),
-                                        static_cast<short>(w[b + 2].d.bits), static_cast<short>(w[b + 3].d.bits),
-                                        static_cast<short>(w[b + 4].d.bits), static_cast<short>(w[b + 5].d.bits),
-                                        static_cast<short>(w[b + 6].d.bits), static_cast<short>(w[b + 7].d.bits));
-    return _mm512_castps256_ps512(_mm256_mul_ps(_mm256_cvtph_ps(bits), _mm256_loadu_ps(x.d.data() + b)));
+    return _mm512_castps256_ps512(_mm256_mul_ps(weight_scales(w, b), _mm256_loadu_ps(x.d.data() + b)));
 }
 
 // Pair p's two scales (scales[2p], scales[2p + 1]) over its partial sums: Q8_0's lanes 0-7 are
@@ -200,6 +224,97 @@ inline float dot(const W* w, const float*, const QuantizedRow& x, std::size_t k)
     return s;
 }
 
+// f(0), ..., f(N-1) with compile-time indices, as avx512::unrolled, but compiled for this
+// region's target: GCC inlines a function only into one whose target includes its own, so
+// the VNNI lambdas would become calls inside avx512::unrolled, and the tiles' registers memory.
+template <std::size_t N, class F>
+inline void unrolled(F&& f) {
+    [&]<std::size_t... I>(std::index_sequence<I...>) { (f(std::integral_constant<std::size_t, I>{}), ...); }
+    (std::make_index_sequence<N>{});
+}
+
+// The few-row tiles (W rows times several activation rows): vpdpbusd needs one unsigned
+// operand, and here it is always the weights, so that a weight vector is prepared once and
+// used for every activation row: Q8_0's bytes + 128 (the sign bit flipped), Q4_0's nibbles.
+// Each activation row's offsets (-128 or -8 times each group of four) start the integer sums,
+// which are then exact: the same integers as the one-row kernel's.
+inline __m512i unsigned_weights(const Q8_0* w, std::size_t b) noexcept {
+    return _mm512_xor_si512(weights(w, b), _mm512_set1_epi8(static_cast<char>(0x80)));
+}
+inline __m512i unsigned_weights(const Q4_0* w, std::size_t b) noexcept { return nibbles(w, b); }
+template <class W>
+inline const std::int8_t* signed_operand(const QuantizedRow& x) noexcept {
+    if constexpr (std::is_same_v<W, Q4_0>) return x.q_pairs.data();
+    else return x.q.data();
+}
+template <class W>
+inline const std::int32_t* offsets(const QuantizedRow& x) noexcept {
+    if constexpr (std::is_same_v<W, Q4_0>) return x.minus_8x.data();
+    else return x.minus_128x.data();
+}
+// c[t·ldc + r] = W row r · x[t] for R rows of W (`stored` blocks apart) and T quantized
+// activation rows: eight blocks per step, the weights unpacked once for all T rows. One
+// accumulator per (r, t), so a row's result does not depend on what else is in the batch.
+template <class W, std::size_t R, std::size_t T>
+inline void integer_tile(const W* w, std::size_t stored, const QuantizedRow* x, float* c, std::size_t ldc, std::size_t k) noexcept {
+    const std::size_t nb = k / 32;
+    __m512 acc[R][T];
+    unrolled<R>([&](auto r) { unrolled<T>([&](auto t) { acc[r][t] = _mm512_setzero_ps(); }); });
+    std::size_t b = 0;
+    for (; b + 8 <= nb; b += 8) {
+        __m256 ws[R];
+        __m512i u[R][4];
+        unrolled<R>([&](auto r) {
+            ws[r] = weight_scales(w + r * stored, b);
+            unrolled<4>([&](auto p) { u[r][p] = unsigned_weights(w + r * stored, b + 2 * p); });
+        });
+        unrolled<T>([&](auto t) {
+            const __m256 xs = _mm256_loadu_ps(x[t].d.data() + b);
+            const std::int8_t* xq = signed_operand<W>(x[t]) + b * 32;
+            const std::int32_t* off = offsets<W>(x[t]) + b * 8;
+            unrolled<R>([&](auto r) {
+                const __m512 scales = _mm512_castps256_ps512(_mm256_mul_ps(ws[r], xs));
+                unrolled<4>([&](auto p) {
+                    const __m512i sums = _mm512_dpbusd_epi32(_mm512_loadu_si512(off + 16 * p), u[r][p], _mm512_loadu_si512(xq + 64 * p));
+                    acc[r][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), spread<W>(scales, static_cast<int>(p)), acc[r][t]);
+                });
+            });
+        });
+    }
+    unrolled<R>([&](auto r) {
+        unrolled<T>([&](auto t) {
+            float s = _mm512_reduce_add_ps(acc[r][t]);
+            if (b < nb) s += portable::dot(w + r * stored, nullptr, x[t], k, b);  // the last blocks of a row not a multiple of 256
+            c[t * ldc + r] = s;
+        });
+    });
+}
+
+// Up to four activation rows at once, for R weight rows.
+template <class W, std::size_t R>
+inline void integer_tiles(const W* w, std::size_t stored, const QuantizedRow* x, float* c, std::size_t ldc, std::size_t k,
+                          std::size_t rows) noexcept {
+    constexpr std::size_t t_max = 4;
+    std::size_t t = 0;
+    for (; t + t_max <= rows; t += t_max) integer_tile<W, R, t_max>(w, stored, x + t, c + t * ldc, ldc, k);
+    switch (rows - t) {
+        case 3: integer_tile<W, R, 3>(w, stored, x + t, c + t * ldc, ldc, k); break;
+        case 2: integer_tile<W, R, 2>(w, stored, x + t, c + t * ldc, ldc, k); break;
+        case 1: integer_tile<W, R, 1>(w, stored, x + t, c + t * ldc, ldc, k); break;
+        default: break;
+    }
+}
+
+// Rows [n_begin, n_end) of W times m quantized activation rows: C(m, ldc) columns n_begin..n_end.
+// One weight row per tile: with two or four, the interleaved row streams read memory at half
+// the speed (measured, cold weights), more than the shared activation loads save.
+template <class W>
+inline void integer_columns(const QuantizedRow* x, const W* w, float* c, std::size_t m, std::size_t k, std::size_t ldc,
+                            std::size_t n_begin, std::size_t n_end) noexcept {
+    const std::size_t stored = k / 32;
+    for (std::size_t r = n_begin; r < n_end; ++r) integer_tiles<W, 1>(w + r * stored, stored, x, c + r, ldc, k, m);
+}
+
 // QuantizedRow::assign with vectors: 32 values per step, the same bits.
 inline void quantize_row(QuantizedRow& row, const float* x, std::size_t k) noexcept {
     for (std::size_t b = 0; b < k / 32; ++b) {
@@ -213,27 +328,6 @@ inline void quantize_row(QuantizedRow& row, const float* x, std::size_t k) noexc
         _mm_storeu_si128(reinterpret_cast<__m128i*>(row.q.data() + b * 32 + 16),
                          _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(hi, id))));
     }
-}
-
-inline __m512 widen(__m256i bf16s) noexcept {  // 16 bf16 to float: the bits shifted up
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bf16s), 16));
-}
-
-// W row · x for a bf16 row: widened to float (a shift), 16 weights per FMA.
-inline float dot(const bf16* w, const float* x, const QuantizedRow&, std::size_t k) noexcept {
-    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
-    std::size_t i = 0;
-    for (; i + 32 <= k; i += 32) {
-        acc0 = _mm512_fmadd_ps(widen(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + i))), _mm512_loadu_ps(x + i), acc0);
-        acc1 = _mm512_fmadd_ps(widen(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + i + 16))),
-                               _mm512_loadu_ps(x + i + 16), acc1);
-    }
-    for (; i < k; i += 16) {
-        const auto n = static_cast<unsigned>(std::min<std::size_t>(16, k - i));
-        const auto lanes = static_cast<__mmask16>(n == 16 ? 0xffffu : (1u << n) - 1u);
-        acc0 = _mm512_fmadd_ps(widen(_mm256_maskz_loadu_epi16(lanes, w + i)), _mm512_maskz_loadu_ps(lanes, x + i), acc0);
-    }
-    return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
 }
 
 }  // namespace tessera::cpu::avx512vnni
@@ -268,8 +362,9 @@ template <class W>
     const std::size_t stored = stored_elements<W>(k);
     pool.parallel_for(n, 16, [&](std::size_t begin, std::size_t end) {
 #if TESSERA_HAS_AVX512_KERNELS
-        if (has_avx512_vnni()) {
-            for (std::size_t r = begin; r < end; ++r) y[r] = avx512vnni::dot(w + r * stored, x, xq, k);
+        if (integer && has_avx512_vnni()) {  // (bf16 with AVX-512 never gets here: the float tiles)
+            if constexpr (integer)
+                for (std::size_t r = begin; r < end; ++r) y[r] = avx512vnni::dot(w + r * stored, x, xq, k);
         } else {
             for (std::size_t r = begin; r < end; ++r) y[r] = portable::dot(w + r * stored, x, xq, k);
         }
@@ -281,11 +376,54 @@ template <class W>
     });
 }
 
+#if TESSERA_HAS_AVX512_KERNELS
+// From 2 up to this many rows, Q8_0 and Q4_0 products use the integer tiles (measured on the
+// GPT-2 124M shapes, 2 threads: 4x the dequantize-and-pack path at 2-4 rows, 1.6-2x at 16,
+// even at ~32, behind at 64). One row stays on gemv_weights, faster for decoding.
+inline constexpr std::size_t integer_rows_max = 32;
+
+// C(m, n) = A(m, k) · W(n, k)ᵀ + bias for Q8_0 / Q4_0 and a few rows: each row of A quantized
+// once (as the one-row product does), then the integer tiles over W as stored.
+template <class W>
+void few_rows_integer(ThreadPool& pool, const float* a, const W* w, const float* bias, float* c, std::size_t m, std::size_t n,
+                      std::size_t k) {
+    thread_local std::vector<QuantizedRow> caller_rows;  // grows once per calling thread
+    std::vector<QuantizedRow>& rows = caller_rows;        // (the workers fill the caller's)
+    if (rows.size() < m) rows.resize(m);
+    for (std::size_t i = 0; i < m; ++i) rows[i].reserve(k);
+    pool.parallel_for(m, 1, [&](std::size_t begin, std::size_t end) {
+        for (std::size_t i = begin; i < end; ++i) {
+            avx512vnni::quantize_row(rows[i], a + i * k, k);
+            rows[i].template prepare_for<W>(k);
+        }
+    });
+    pool.parallel_for(n, 16, [&](std::size_t begin, std::size_t end) {
+        avx512vnni::integer_columns(rows.data(), w, c, m, k, n, begin, end);
+        if (bias != nullptr) matrix(c + begin, m, end - begin, n).rowwise() += ConstVectorMap(bias + begin, static_cast<Eigen::Index>(end - begin)).transpose();
+    });
+}
+#endif
+
 // C(M,N) = A(M,K) · W(N,K)ᵀ + bias(N) for stored weights: one row is gemv_weights; more rows
 // dequantize W panel by panel (64 rows) and use the float product.
 template <class W>
 [[gnu::noinline]] void gemm_weights(ThreadPool& pool, const float* a, const W* w, const float* bias, float* c, std::size_t m,
                                     std::size_t n, std::size_t k) {
+#if TESSERA_HAS_AVX512_KERNELS
+    // bf16: one row or a few go through the float tiles, widened as they are loaded.
+    if constexpr (std::is_same_v<W, bf16>) {
+        if (m <= avx512::few_rows_max<W> && has_avx512()) {
+            pool.parallel_for(n, 16, [&](std::size_t begin, std::size_t end) {
+                avx512::few_rows_columns(a, w, c, m, k, n, begin, end);
+                if (bias != nullptr) matrix(c + begin, m, end - begin, n).rowwise() += ConstVectorMap(bias + begin, static_cast<Eigen::Index>(end - begin)).transpose();
+            });
+            return;
+        }
+    }
+    if constexpr (!std::is_same_v<W, bf16>) {
+        if (m > 1 && m <= integer_rows_max && has_avx512_vnni()) return few_rows_integer(pool, a, w, bias, c, m, n, k);
+    }
+#endif
     if (m == 1) return gemv_weights(pool, w, a, bias, c, n, k);
     constexpr std::size_t panel = 64;
     const std::size_t stored = stored_elements<W>(k);

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# tessera against llama.cpp, side by side in one run, on the same GGUF files.
+#
+#   bench/compare_llama_cpp.sh LLAMA_CPP_DIR MODEL [WORK_DIR]
+#
+# LLAMA_CPP_DIR: a llama.cpp source tree whose tools are built in LLAMA_CPP_DIR/build/bin
+#   (cmake -B build -DGGML_NATIVE=ON -DLLAMA_CURL=OFF && cmake --build build --target llama-bench llama-quantize)
+# MODEL: a GPT-2 directory (config.json, model.safetensors, vocab.json, merges.txt) or a .gguf.
+# WORK_DIR: where the GGUF files go (default: a fresh folder under /tmp).
+#
+# The f32 GGUF comes from tessera's examples/quantize (the same bytes as llama.cpp's
+# convert_hf_to_gguf.py would write for the matrices; that converter needs Python's transformers);
+# bf16, q8_0 and q4_0 come from llama.cpp's own llama-quantize, and both programs run exactly
+# those files. Each of ROUNDS rounds runs tessera's bench_gpt2 (all formats, interleaved) and
+# llama-bench (all formats), in alternating order; the table shows the medians over the rounds.
+# Environment: TESSERA_BUILD (default build), THREADS (2), ROUNDS (3), PP (16,64,512), TG (128),
+# FORMATS (f32 bf16 q8_0 q4_0).
+set -euo pipefail
+
+if [[ $# -lt 2 ]]; then
+    sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'
+    exit 2
+fi
+llama_dir=$1
+model=$2
+work=${3:-$(mktemp -d /tmp/compare-llama-cpp.XXXXXX)}
+build=${TESSERA_BUILD:-build}
+threads=${THREADS:-2}
+rounds=${ROUNDS:-3}
+pp=${PP:-16,64,512}
+tg=${TG:-128}
+read -r -a formats <<<"${FORMATS:-f32 bf16 q8_0 q4_0}"
+
+llama_bench=$llama_dir/build/bin/llama-bench
+llama_quantize=$llama_dir/build/bin/llama-quantize
+for tool in "$llama_bench" "$llama_quantize" "$build/bench/bench_gpt2" "$build/examples/quantize"; do
+    [[ -x $tool ]] || { echo "compare_llama_cpp: $tool is missing; build it first" >&2; exit 2; }
+done
+mkdir -p "$work"
+echo "load: $(cut -d' ' -f1-3 /proc/loadavg) (1/5/15 min), $(nproc) cores; llama.cpp $(git -C "$llama_dir" rev-parse --short HEAD 2>/dev/null || echo '(no git)')"
+
+# The files: f32 by tessera, the rest by llama-quantize from that f32.
+f32=$work/gpt2-f32.gguf
+[[ -s $f32 ]] || "$build/examples/quantize" --model "$model" --out "$f32" --weights f32 >/dev/null
+files=()
+for f in "${formats[@]}"; do
+    file=$work/gpt2-$f.gguf
+    if [[ $f != f32 && ! -s $file ]]; then
+        "$llama_quantize" "$f32" "$file" "${f^^}" >"$work/quantize-$f.log" 2>&1 ||
+            { echo "compare_llama_cpp: llama-quantize to $f failed, see $work/quantize-$f.log" >&2; exit 1; }
+    fi
+    files+=("$file")
+done
+
+tessera_args=()
+llama_args=()
+for file in "${files[@]}"; do
+    tessera_args+=(--model "$file")
+    llama_args+=(-m "$file")
+done
+run_tessera() {
+    "$build/bench/bench_gpt2" "${tessera_args[@]}" --threads "$threads" --pp "$pp" --tg "$tg" --rounds 2 >"$work/tessera-$1.txt"
+}
+run_llama() {
+    "$llama_bench" "${llama_args[@]}" -t "$threads" -p "$pp" -n "$tg" -r 2 -o jsonl >"$work/llama-$1.jsonl" 2>"$work/llama-$1.log"
+}
+for ((r = 1; r <= rounds; ++r)); do
+    echo "round $r of $rounds"
+    if ((r % 2)); then run_tessera "$r"; run_llama "$r"; else run_llama "$r"; run_tessera "$r"; fi
+done
+
+python3 - "$work" "$rounds" "${files[@]}" <<'EOF'
+import json, os, re, statistics, sys
+work, rounds, files = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+tessera, llama = {}, {}  # (file, test) -> [tokens/s per round]
+for r in range(1, rounds + 1):
+    current = None
+    for line in open(os.path.join(work, f"tessera-{r}.txt")):
+        m = re.match(r"model .* \((.*)\)$", line.strip())
+        if m: current = m.group(1)
+        m = re.match(r"\s+(pp\d+|tg\d+): ([\d.]+) tokens/s", line)
+        if m and current: tessera.setdefault((current, m.group(1)), []).append(float(m.group(2)))
+    for line in open(os.path.join(work, f"llama-{r}.jsonl")):
+        row = json.loads(line)
+        test = f"pp{row['n_prompt']}" if row["n_gen"] == 0 else f"tg{row['n_gen']}"
+        llama.setdefault((row["model_filename"], test), []).append(row["avg_ts"])
+tests = sorted({t for (_, t) in tessera}, key=lambda t: (t[:2] == "tg", int(t[2:])))
+print("\ntokens/s, medians of", rounds, "rounds (tessera / llama.cpp = ratio)\n")
+print("| format | " + " | ".join(tests) + " |")
+print("| --- | " + " | ".join("---" for _ in tests) + " |")
+for f in files:
+    cells = []
+    for t in tests:
+        a, b = tessera.get((f, t)), llama.get((f, t))
+        if not a or not b: cells.append("n/a"); continue
+        a, b = statistics.median(a), statistics.median(b)
+        cells.append(f"{a:.1f} / {b:.1f} = **{a / b:.2f}x**")
+    name = os.path.basename(f).removeprefix("gpt2-").removesuffix(".gguf")
+    print(f"| {name} | " + " | ".join(cells) + " |")
+EOF
+echo "raw outputs in $work"

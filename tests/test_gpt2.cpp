@@ -120,21 +120,9 @@ TEST_CASE("The decode step allocates nothing", "[gpt2]") {
 // One-token decode steps multiply 8-bit activations for Q8_0 and Q4_0 (as llama.cpp does):
 // measured 8.3e-3 (Q8_0) and 8.5e-3 (Q4_0) of the largest |logit| on tiny (random weights, no
 // outliers to hide behind); bound 2e-2, while a wrong block layout or scale moves logits by
-// their own size. bf16 decodes in float: measured 1.4e-7, bound 1e-5. The fixture's prompt
-// is short, so with AVX-512 VNNI its prefill also runs on 8-bit activations (the few-row
-// tiles), under the same bound; with float activations it must match to 1e-4.
-// Whether a prompt of n tokens multiplies Q8_0 / Q4_0 weights with 8-bit activations.
-template <class W>
-bool prompt_activations_quantized(std::size_t n) {
-    if constexpr (std::is_same_v<W, Q8_0> || std::is_same_v<W, Q4_0>) {
-        if (n == 1) return true;
-#if TESSERA_HAS_AVX512_KERNELS
-        return n <= cpu::integer_rows_max && cpu::has_avx512_vnni();
-#endif
-    }
-    return false;
-}
-
+// their own size. bf16 decodes in float: measured 1.4e-7, bound 1e-5. With AVX-512 VNNI the
+// prefill also runs on 8-bit activations, under the same bound; with float activations (the
+// portable kernels) it must match to 1e-4.
 TEST_CASE("Stored weights: logits match the reference of the weights each format holds", "[gpt2][formats]") {
     const auto tokens = fixture_tokens();
     const auto check = [&]<class W>(double decode_tolerance) {
@@ -153,7 +141,7 @@ TEST_CASE("Stored weights: logits match the reference of the weights each format
                 scale = std::max(scale, std::fabs(want[i]));
             }
             INFO("all positions: max abs difference " << worst << ", largest |logit| " << scale);
-            CHECK(worst <= std::max(1e-4, prompt_activations_quantized<W>(tokens.size()) ? decode_tolerance * scale : 0.0));
+            CHECK(worst <= std::max(1e-4, cpu::quantizes_activations<W>(tokens.size()) ? decode_tolerance * scale : 0.0));
             model.reset();
             model.prefill(std::span(tokens).first(8));
             double worst_decode = 0;
@@ -183,7 +171,7 @@ TEST_CASE("Stored weights: a large embedding quantized in chunks as it loads", "
         for (const double x : want) scale = std::max(scale, std::fabs(x));
         const double worst = max_abs_difference(got, want);
         INFO("max abs difference " << worst << ", largest |logit| " << scale);
-        CHECK(worst <= (prompt_activations_quantized<Q8_0>(tokens.size()) ? 2e-2 * scale : 1e-4));
+        CHECK(worst <= (cpu::quantizes_activations<Q8_0>(tokens.size()) ? 2e-2 * scale : 1e-4));
     });
 }
 

@@ -78,12 +78,9 @@ void check_products(std::size_t m, std::size_t n, std::size_t k) {
     std::copy(a.begin(), a.end(), at.data());
     std::copy(bias.begin(), bias.end(), bt.data());
     gemm(cpu, at, stored, bt, c);
-    // Q8_0 / Q4_0 go through 8-bit activations for one row, and with AVX-512 VNNI for up to
-    // cpu::integer_rows_max rows; everything else is a float product.
-    bool integer = m == 1 && !std::is_same_v<W, bf16>;
-#if TESSERA_HAS_AVX512_KERNELS
-    integer = integer || (!std::is_same_v<W, bf16> && m <= cpu::integer_rows_max && cpu::has_avx512_vnni());
-#endif
+    // Q8_0 / Q4_0 go through 8-bit activations for one row, and with AVX-512 VNNI for any
+    // number; everything else is a float product.
+    const bool integer = cpu::quantizes_activations<W>(m);
     const std::vector<double> ref = reference(a, dequantized, m, n, k, integer);
     double worst = 0.0;
     for (std::size_t i = 0; i < m * n; ++i) worst = std::max(worst, std::abs(c.data()[i] - (ref[i] + bias[i % n])));
@@ -152,7 +149,7 @@ TEST_CASE("Products with bf16, Q8_0 and Q4_0 weights match double-precision refe
     check_products<Q8_0>(40, 130, 800);  // several panels
     // A few rows (the tiles: 4 activation rows at a time, then 3, 2, 1; eight blocks per step,
     // then the rest one by one), and the sizes where each path hands over to the next.
-    for (std::size_t m : {3, 4, 5, 6, 7, 31, 32, 33, 96, 97, 192, 193}) {
+    for (std::size_t m : {3, 4, 5, 6, 7, 10, 11, 12, 13, 31, 32, 33, 96, 97, 192, 193}) {
         check_products<bf16>(m, 37, 800);
         check_products<Q8_0>(m, 37, 800);
         check_products<Q4_0>(m, 37, 800);
@@ -208,9 +205,12 @@ TEST_CASE("A row's product has the same bits whatever other rows share the produ
     check_batch_independence<float>(cpu::avx512::few_rows_max<float>, 1);
     check_batch_independence<bf16>(cpu::avx512::few_rows_max<bf16>, 1);
     if (cpu::has_avx512_vnni()) {
-        // One row runs gemv's two-accumulator kernel: a batch of one differs in the last float bits.
+        // One row runs gemv's two-accumulator kernel, 2 to integer_rows_max the few-row tiles,
+        // more the packed GEMM: within each the same bits, between them the last float bits differ.
         check_batch_independence<Q8_0>(cpu::integer_rows_max, 2);
         check_batch_independence<Q4_0>(cpu::integer_rows_max, 2);
+        check_batch_independence<Q8_0>(40, cpu::integer_rows_max + 1);
+        check_batch_independence<Q4_0>(40, cpu::integer_rows_max + 1);
     }
 #else
     WARN("no AVX-512 kernels in this build: not checked");

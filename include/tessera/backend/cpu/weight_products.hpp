@@ -13,15 +13,16 @@
 // A few rows (a short prompt, a batched decode step; with AVX-512): W is read as stored, once,
 // by tiles that multiply each weight vector with several activation rows: bf16 widened into
 // the float tiles of matrix_products_avx512.hpp (up to 192 rows), Q8_0 / Q4_0 by integer tiles
-// over activations quantized as for one row (2 to 32 rows).
+// over activations quantized as for one row (2 to 10 rows).
 //
-// More rows (prefill, compute-bound): each task dequantizes a panel of W to float and runs the
-// float product on it (the AVX-512 packed kernel or Eigen), so the prefill speed is that of
-// float weights, less the dequantization pass.
+// More rows (prefill, compute-bound): Q8_0 / Q4_0 with AVX-512 VNNI, a packed integer GEMM
+// (64 multiply-adds per instruction); otherwise each task dequantizes a panel of W to float and
+// runs the float product on it (the AVX-512 packed kernel or Eigen).
 #include <algorithm>  // std::min
 #include <cmath>      // std::fabs, std::nearbyint
 #include <cstddef>    // std::size_t
 #include <cstdint>    // std::int8_t
+#include <cstring>    // std::memcpy
 #include <type_traits>  // std::is_same_v, std::integral_constant
 #include <utility>    // std::index_sequence
 #include <vector>     // std::vector
@@ -330,6 +331,129 @@ inline void quantize_row(QuantizedRow& row, const float* x, std::size_t k) noexc
     }
 }
 
+// Many rows (a long prompt) times Q8_0 / Q4_0: a packed integer GEMM. Per call, each task
+// packs 32 weight rows as unsigned bytes (as unsigned_weights makes them) in the order one
+// vpdpbusd wants them: per block, 8 vectors of [16 rows][4 bytes], so that a vector's 16 int32
+// lanes are 16 weight rows and one broadcast activation group feeds them all: 64 multiply-adds
+// per instruction with no per-block reshuffling (the one-row kernel's spread and its 8 lanes
+// per block). The activations are quantized as for one row, packed 4 rows at a time.
+inline constexpr std::size_t packed_rows = 4;  // activation rows per tile
+
+// Activation rows [0, m) as tiles of 4 (missing rows zero): per tile, per block, 8 groups of
+// [4 rows][4 bytes], then the rows' scales and offsets (-128 or -8 times the block's sum, the
+// shift of unsigned_weights) [block][row].
+struct PackedActivations {
+    AlignedBuffer<std::int8_t> q;
+    AlignedBuffer<float> d;
+    AlignedBuffer<std::int32_t> offset;
+    std::size_t blocks = 0;
+
+    void reserve(std::size_t m, std::size_t k) {
+        const std::size_t tiles = (m + packed_rows - 1) / packed_rows;
+        blocks = k / 32;
+        if (q.size() < tiles * packed_rows * k) q = AlignedBuffer<std::int8_t>(tiles * packed_rows * k);
+        if (d.size() < tiles * packed_rows * blocks) {
+            d = AlignedBuffer<float>(tiles * packed_rows * blocks);
+            offset = AlignedBuffer<std::int32_t>(tiles * packed_rows * blocks);
+        }
+    }
+    std::int8_t* tile_q(std::size_t tile) noexcept { return q.data() + tile * packed_rows * blocks * 32; }
+    float* tile_d(std::size_t tile) noexcept { return d.data() + tile * packed_rows * blocks; }
+    std::int32_t* tile_offset(std::size_t tile) noexcept { return offset.data() + tile * packed_rows * blocks; }
+};
+
+// Row t (< 4) of a tile from its quantized row.
+template <class W>
+inline void pack_activation_row(const QuantizedRow& x, std::size_t t, std::size_t blocks, std::int8_t* q, float* d,
+                                std::int32_t* offset) noexcept {
+    constexpr int shift = std::is_same_v<W, Q4_0> ? 8 : 128;
+    for (std::size_t b = 0; b < blocks; ++b) {
+        int sum = 0;
+        for (std::size_t g = 0; g < 8; ++g) {
+            for (std::size_t i = 0; i < 4; ++i) {
+                const std::int8_t v = x.q[b * 32 + 4 * g + i];
+                q[(b * 8 + g) * 16 + t * 4 + i] = v;
+                sum += v;
+            }
+        }
+        d[b * packed_rows + t] = x.d[b];
+        offset[b * packed_rows + t] = -shift * sum;
+    }
+}
+inline void clear_activation_row(std::size_t t, std::size_t blocks, std::int8_t* q, float* d, std::int32_t* offset) noexcept {
+    for (std::size_t b = 0; b < blocks; ++b) {
+        for (std::size_t g = 0; g < 8; ++g)
+            for (std::size_t i = 0; i < 4; ++i) q[(b * 8 + g) * 16 + t * 4 + i] = 0;
+        d[b * packed_rows + t] = 0.0f;
+        offset[b * packed_rows + t] = 0;
+    }
+}
+
+// Weight rows [0, rows) (rows <= 32) as two panels of 16: per block, per panel, 8 vectors of
+// [16 rows][4 unsigned bytes] (wq) and 16 scales (ws). Missing rows get scale 0.
+template <class W>
+inline void pack_weight_panels(const W* w, std::size_t stored, std::size_t rows, std::uint8_t* wq, float* ws) noexcept {
+    for (std::size_t r = 0; r < 32; ++r) {
+        const std::size_t panel = r / 16, lane = r % 16;
+        for (std::size_t b = 0; b < stored; ++b) {
+            std::uint8_t u[32];
+            float scale = 0.0f;
+            if (r < rows) {
+                const W& block = w[r * stored + b];
+                scale = static_cast<float>(block.d);
+                for (std::size_t e = 0; e < 32; ++e) {
+                    if constexpr (std::is_same_v<W, Q4_0>) u[e] = static_cast<std::uint8_t>(e < 16 ? block.qs[e] & 15 : block.qs[e - 16] >> 4);
+                    else u[e] = static_cast<std::uint8_t>(block.qs[e] ^ 0x80);
+                }
+            } else {
+                for (std::uint8_t& v : u) v = 0;
+            }
+            std::uint8_t* dst = wq + (b * 2 + panel) * 512 + lane * 4;
+            for (std::size_t g = 0; g < 8; ++g)
+                for (std::size_t i = 0; i < 4; ++i) dst[g * 64 + i] = u[4 * g + i];
+            ws[(b * 2 + panel) * 16 + lane] = scale;
+        }
+    }
+}
+
+// C rows [0, T) x columns [0, cols) (cols <= 32; row stride ldc) = a tile of activations times
+// two packed weight panels. Per block: int32 sums started at the rows' offsets, 8 vpdpbusd
+// per row and panel, then scaled (w's 16 scales times the row's) into float accumulators.
+template <std::size_t T>
+inline void packed_tile(const std::int8_t* aq, const float* ad, const std::int32_t* aoff, const std::uint8_t* wq,
+                        const float* ws, std::size_t blocks, float* c, std::size_t ldc, std::size_t cols) noexcept {
+    __m512 acc[T][2];
+    unrolled<T>([&](auto t) { acc[t][0] = acc[t][1] = _mm512_setzero_ps(); });
+    for (std::size_t b = 0; b < blocks; ++b) {
+        __m512i sums[T][2];
+        unrolled<T>([&](auto t) { sums[t][0] = sums[t][1] = _mm512_set1_epi32(aoff[b * packed_rows + t]); });
+        for (std::size_t g = 0; g < 8; ++g) {
+            const __m512i w0 = _mm512_load_si512(wq + (b * 2) * 512 + g * 64);
+            const __m512i w1 = _mm512_load_si512(wq + (b * 2 + 1) * 512 + g * 64);
+            const std::int8_t* group = aq + (b * 8 + g) * 16;
+            unrolled<T>([&](auto t) {
+                std::int32_t four;
+                std::memcpy(&four, group + t * 4, 4);
+                const __m512i x = _mm512_set1_epi32(four);
+                sums[t][0] = _mm512_dpbusd_epi32(sums[t][0], w0, x);
+                sums[t][1] = _mm512_dpbusd_epi32(sums[t][1], w1, x);
+            });
+        }
+        const __m512 s0 = _mm512_load_ps(ws + (b * 2) * 16), s1 = _mm512_load_ps(ws + (b * 2 + 1) * 16);
+        unrolled<T>([&](auto t) {
+            const __m512 da = _mm512_set1_ps(ad[b * packed_rows + t]);
+            acc[t][0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[t][0]), _mm512_mul_ps(s0, da), acc[t][0]);
+            acc[t][1] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[t][1]), _mm512_mul_ps(s1, da), acc[t][1]);
+        });
+    }
+    const auto lanes = [](std::size_t n) { return static_cast<__mmask16>(n >= 16 ? 0xffffu : (1u << n) - 1u); };
+    const __mmask16 m0 = lanes(cols), m1 = lanes(cols > 16 ? cols - 16 : 0);
+    unrolled<T>([&](auto t) {
+        _mm512_mask_storeu_ps(c + t * ldc, m0, acc[t][0]);
+        _mm512_mask_storeu_ps(c + t * ldc + 16, m1, acc[t][1]);
+    });
+}
+
 }  // namespace tessera::cpu::avx512vnni
 
 #if defined(__clang__)
@@ -377,10 +501,28 @@ template <class W>
 }
 
 #if TESSERA_HAS_AVX512_KERNELS
-// From 2 up to this many rows, Q8_0 and Q4_0 products use the integer tiles (measured on the
-// GPT-2 124M shapes, 2 threads: 4x the dequantize-and-pack path at 2-4 rows, 1.6-2x at 16,
-// even at ~32, behind at 64). One row stays on gemv_weights, faster for decoding.
-inline constexpr std::size_t integer_rows_max = 32;
+// From 2 up to this many rows, Q8_0 and Q4_0 products use the few-row integer tiles; more
+// rows the packed integer GEMM, whose packing of W costs about one pass over the weights
+// (measured on the GPT-2 124M shapes, 2 threads: the tiles 3x faster at 2 rows, even at ~12,
+// the packed GEMM 2.5x faster at 32). One row stays on gemv_weights, faster for decoding.
+inline constexpr std::size_t integer_rows_max = 10;
+#endif
+
+// Whether a product of m rows with W weights multiplies 8-bit activations (Q8_0 and Q4_0: one
+// row everywhere, any number with AVX-512 VNNI) or float ones.
+template <class W>
+bool quantizes_activations(std::size_t m) noexcept {
+    if constexpr (std::is_same_v<W, Q8_0> || std::is_same_v<W, Q4_0>) {
+#if TESSERA_HAS_AVX512_KERNELS
+        if (has_avx512_vnni()) return true;
+#endif
+        return m == 1;
+    } else {
+        return false;
+    }
+}
+
+#if TESSERA_HAS_AVX512_KERNELS
 
 // C(m, n) = A(m, k) · W(n, k)ᵀ + bias for Q8_0 / Q4_0 and a few rows: each row of A quantized
 // once (as the one-row product does), then the integer tiles over W as stored.
@@ -404,6 +546,55 @@ void few_rows_integer(ThreadPool& pool, const float* a, const W* w, const float*
 }
 #endif
 
+// C(m, n) = A(m, k) · W(n, k)ᵀ + bias for Q8_0 / Q4_0 and many rows: the packed integer GEMM.
+template <class W>
+void packed_integer_gemm(ThreadPool& pool, const float* a, const W* w, const float* bias, float* c, std::size_t m, std::size_t n,
+                         std::size_t k) {
+    using namespace avx512vnni;
+    thread_local PackedActivations caller_packed;  // grows once per calling thread
+    PackedActivations& packed = caller_packed;     // (the workers fill and read the caller's)
+    packed.reserve(m, k);
+    const std::size_t tiles = (m + packed_rows - 1) / packed_rows, blocks = k / 32;
+    pool.parallel_for(tiles, 1, [&](std::size_t begin, std::size_t end) {
+        thread_local QuantizedRow row;
+        row.reserve(k);
+        for (std::size_t tile = begin; tile < end; ++tile) {
+            for (std::size_t t = 0; t < packed_rows; ++t) {
+                const std::size_t i = tile * packed_rows + t;
+                if (i < m) {
+                    quantize_row(row, a + i * k, k);
+                    pack_activation_row<W>(row, t, blocks, packed.tile_q(tile), packed.tile_d(tile), packed.tile_offset(tile));
+                } else {
+                    clear_activation_row(t, blocks, packed.tile_q(tile), packed.tile_d(tile), packed.tile_offset(tile));
+                }
+            }
+        }
+    });
+    pool.parallel_for(n, 32, [&](std::size_t begin, std::size_t end) {
+        thread_local AlignedBuffer<std::uint8_t> wq;
+        thread_local AlignedBuffer<float> ws;
+        if (wq.size() < 32 * k) wq = AlignedBuffer<std::uint8_t>(32 * k);
+        if (ws.size() < 32 * blocks) ws = AlignedBuffer<float>(32 * blocks);
+        for (std::size_t col = begin; col < end; col += 32) {
+            const std::size_t cols = std::min<std::size_t>(32, end - col);
+            pack_weight_panels(w + col * blocks, blocks, cols, wq.data(), ws.data());
+            for (std::size_t tile = 0; tile < tiles; ++tile) {
+                float* out = c + tile * packed_rows * n + col;
+                const auto run = [&]<std::size_t T>() {
+                    packed_tile<T>(packed.tile_q(tile), packed.tile_d(tile), packed.tile_offset(tile), wq.data(), ws.data(), blocks, out, n, cols);
+                };
+                switch (std::min(packed_rows, m - tile * packed_rows)) {
+                    case 4: run.template operator()<4>(); break;
+                    case 3: run.template operator()<3>(); break;
+                    case 2: run.template operator()<2>(); break;
+                    default: run.template operator()<1>(); break;
+                }
+            }
+            if (bias != nullptr) matrix(c + col, m, cols, n).rowwise() += ConstVectorMap(bias + col, static_cast<Eigen::Index>(cols)).transpose();
+        }
+    });
+}
+
 // C(M,N) = A(M,K) · W(N,K)ᵀ + bias(N) for stored weights: one row is gemv_weights; more rows
 // dequantize W panel by panel (64 rows) and use the float product.
 template <class W>
@@ -421,7 +612,10 @@ template <class W>
         }
     }
     if constexpr (!std::is_same_v<W, bf16>) {
-        if (m > 1 && m <= integer_rows_max && has_avx512_vnni()) return few_rows_integer(pool, a, w, bias, c, m, n, k);
+        if (m > 1 && has_avx512_vnni()) {
+            return m <= integer_rows_max ? few_rows_integer(pool, a, w, bias, c, m, n, k)
+                                         : packed_integer_gemm(pool, a, w, bias, c, m, n, k);
+        }
     }
 #endif
     if (m == 1) return gemv_weights(pool, w, a, bias, c, n, k);

@@ -141,7 +141,7 @@ TEST_CASE("Stored weights: logits match the reference of the weights each format
                 scale = std::max(scale, std::fabs(want[i]));
             }
             INFO("all positions: max abs difference " << worst << ", largest |logit| " << scale);
-            CHECK(worst <= std::max(1e-4, cpu::quantizes_activations<W>(tokens.size()) ? decode_tolerance * scale : 0.0));
+            CHECK(worst <= std::max(1e-4, cpu::activation_precision<W>(tokens.size()) == cpu::ActivationPrecision::int8 ? decode_tolerance * scale : 0.0));
             model.reset();
             model.prefill(std::span(tokens).first(8));
             double worst_decode = 0;
@@ -171,7 +171,7 @@ TEST_CASE("Stored weights: a large embedding quantized in chunks as it loads", "
         for (const double x : want) scale = std::max(scale, std::fabs(x));
         const double worst = max_abs_difference(got, want);
         INFO("max abs difference " << worst << ", largest |logit| " << scale);
-        CHECK(worst <= (cpu::quantizes_activations<Q8_0>(tokens.size()) ? 2e-2 * scale : 1e-4));
+        CHECK(worst <= (cpu::activation_precision<Q8_0>(tokens.size()) == cpu::ActivationPrecision::int8 ? 2e-2 * scale : 1e-4));
     });
 }
 

@@ -38,14 +38,17 @@ std::string stored_bytes(const std::vector<float>& x) {
     return {reinterpret_cast<const char*>(stored.data()), stored.size() * sizeof(W)};
 }
 
-// Double-precision reference of c = a · wᵀ where w holds the dequantized weights. With
-// `quantized_activations`, a's rows are first quantized the way the one-row integer kernels do
+// Double-precision reference of c = a · wᵀ where w holds the dequantized weights. a's rows are
+// first rounded as the kernel does (cpu::activation_precision): to bf16, or quantized to 8 bits
 // (per 32: scale max|x| / 127, round to nearest, ties to even), so the kernel and the reference
 // compute the same sum and only the order of float additions differs.
 std::vector<double> reference(const std::vector<float>& a, const std::vector<float>& w, std::size_t m, std::size_t n,
-                              std::size_t k, bool quantized_activations) {
+                              std::size_t k, cpu::ActivationPrecision precision) {
     std::vector<double> x(a.begin(), a.end());
-    if (quantized_activations) {
+    if (precision == cpu::ActivationPrecision::bf16) {
+        for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(bf16(a[i]));
+    }
+    if (precision == cpu::ActivationPrecision::int8) {
         for (std::size_t b = 0; b < m * k / 32; ++b) {
             float amax = 0.0f;
             for (std::size_t j = 0; j < 32; ++j) amax = std::fmax(amax, std::fabs(a[b * 32 + j]));
@@ -78,10 +81,7 @@ void check_products(std::size_t m, std::size_t n, std::size_t k) {
     std::copy(a.begin(), a.end(), at.data());
     std::copy(bias.begin(), bias.end(), bt.data());
     gemm(cpu, at, stored, bt, c);
-    // Q8_0 / Q4_0 go through 8-bit activations for one row, and with AVX-512 VNNI for any
-    // number; everything else is a float product.
-    const bool integer = cpu::quantizes_activations<W>(m);
-    const std::vector<double> ref = reference(a, dequantized, m, n, k, integer);
+    const std::vector<double> ref = reference(a, dequantized, m, n, k, cpu::activation_precision<W>(m));
     double worst = 0.0;
     for (std::size_t i = 0; i < m * n; ++i) worst = std::max(worst, std::abs(c.data()[i] - (ref[i] + bias[i % n])));
     INFO(WeightFormat<W>::name << " m=" << m << " n=" << n << " k=" << k << " worst error " << worst);
@@ -141,6 +141,7 @@ TEST_CASE("Products with bf16, Q8_0 and Q4_0 weights match double-precision refe
         check_products<Q4_0>(m, 70, 96);
     }
     check_products<bf16>(1, 33, 17);     // bf16 has no blocks: a masked tail
+    check_products<bf16>(70, 33, 17);    // and an odd depth in the packed GEMM's pairs
     // One row: the vector kernel takes eight blocks per step, then the rest one by one.
     for (std::size_t k : {256, 576, 768, 800, 3072}) {
         check_products<Q8_0>(1, 130, k);
@@ -149,7 +150,7 @@ TEST_CASE("Products with bf16, Q8_0 and Q4_0 weights match double-precision refe
     check_products<Q8_0>(40, 130, 800);  // several panels
     // A few rows (the tiles: 4 activation rows at a time, then 3, 2, 1; eight blocks per step,
     // then the rest one by one), and the sizes where each path hands over to the next.
-    for (std::size_t m : {3, 4, 5, 6, 7, 10, 11, 12, 13, 31, 32, 33, 96, 97, 192, 193}) {
+    for (std::size_t m : {3, 4, 5, 6, 7, 10, 11, 12, 13, 31, 32, 33, 64, 65, 96, 97, 192, 193}) {
         check_products<bf16>(m, 37, 800);
         check_products<Q8_0>(m, 37, 800);
         check_products<Q4_0>(m, 37, 800);
@@ -203,7 +204,8 @@ TEST_CASE("A row's product has the same bits whatever other rows share the produ
         return;
     }
     check_batch_independence<float>(cpu::avx512::few_rows_max<float>, 1);
-    check_batch_independence<bf16>(cpu::avx512::few_rows_max<bf16>, 1);
+    check_batch_independence<bf16>(cpu::has_avx512_bf16() ? cpu::bf16_few_rows_max : cpu::avx512::few_rows_max<bf16>, 1);
+    if (cpu::has_avx512_bf16()) check_batch_independence<bf16>(100, cpu::bf16_few_rows_max + 1);
     if (cpu::has_avx512_vnni()) {
         // One row runs gemv's two-accumulator kernel, 2 to integer_rows_max the few-row tiles,
         // more the packed GEMM: within each the same bits, between them the last float bits differ.

@@ -207,12 +207,29 @@ inline __m512 widen(__m256i bf16s) noexcept { return _mm512_castsi512_ps(_mm512_
 inline __m512 load16(const bf16* w) noexcept { return widen(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w))); }
 inline __m512 load16(const bf16* w, __mmask16 lanes) noexcept { return widen(_mm256_maskz_loadu_epi16(lanes, w)); }
 
+// W row · x for one bf16 row (decoding): two accumulators, one row at a time. A single stream
+// reads cold memory fastest: the four-row tile below decoded 1.2x slower (measured, 124M).
+inline float dot(const bf16* w, const float* x, std::size_t k) noexcept {
+    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+    std::size_t i = 0;
+    for (; i + 32 <= k; i += 32) {
+        acc0 = _mm512_fmadd_ps(load16(w + i), _mm512_loadu_ps(x + i), acc0);
+        acc1 = _mm512_fmadd_ps(load16(w + i + 16), _mm512_loadu_ps(x + i + 16), acc1);
+    }
+    for (; i < k; i += 16) {
+        const auto n = static_cast<unsigned>(std::min<std::size_t>(16, k - i));
+        const auto lanes = static_cast<__mmask16>(n == 16 ? 0xffffu : (1u << n) - 1u);
+        acc0 = _mm512_fmadd_ps(load16(w + i, lanes), _mm512_maskz_loadu_ps(lanes, x + i), acc0);
+    }
+    return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
+}
+
 // Few rows of A (M of 2 to a few dozen: a short prompt, a batched decode step). Packing W would
 // cost more than the product, so W's rows are read as stored: a tile of R weight rows times T
 // activation rows, R·T accumulators of 16 lanes along k, each W vector loaded once for the T
 // rows. c[t·ldc + r] = W row r · A row t (rows of both with stride k). Each dot product is
 // summed in one accumulator in the order of dot_rows, so a row's result is the same bits
-// whatever else is in the batch, and the same as the one-row product (gemv) gives it.
+// whatever else is in the batch, and for float weights the same as gemv gives it.
 template <std::size_t R, std::size_t T, class E>
 inline void few_rows_tile(const E* w, const float* a, float* c, std::size_t ldc, std::size_t k, const E* next) noexcept {
     __m512 acc[R][T];

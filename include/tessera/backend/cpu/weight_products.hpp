@@ -532,9 +532,14 @@ template <class W>
     const std::size_t stored = stored_elements<W>(k);
     pool.parallel_for(n, 16, [&](std::size_t begin, std::size_t end) {
 #if TESSERA_HAS_AVX512_KERNELS
-        if (integer && has_avx512_vnni()) {  // (bf16 with AVX-512 never gets here: the float tiles)
-            if constexpr (integer)
+        if constexpr (integer) {
+            if (has_avx512_vnni()) {
                 for (std::size_t r = begin; r < end; ++r) y[r] = avx512vnni::dot(w + r * stored, x, xq, k);
+            } else {
+                for (std::size_t r = begin; r < end; ++r) y[r] = portable::dot(w + r * stored, x, xq, k);
+            }
+        } else if (has_avx512()) {
+            for (std::size_t r = begin; r < end; ++r) y[r] = avx512::dot(w + r * stored, x, k);
         } else {
             for (std::size_t r = begin; r < end; ++r) y[r] = portable::dot(w + r * stored, x, xq, k);
         }
@@ -701,10 +706,10 @@ template <class W>
 [[gnu::noinline]] void gemm_weights(ThreadPool& pool, const float* a, const W* w, const float* bias, float* c, std::size_t m,
                                     std::size_t n, std::size_t k) {
 #if TESSERA_HAS_AVX512_KERNELS
-    // bf16: one row or a few go through the float tiles, widened as they are loaded.
+    // bf16: a few rows go through the float tiles, widened as they are loaded.
     if constexpr (std::is_same_v<W, bf16>) {
         if (m > bf16_few_rows_max && has_avx512_bf16()) return packed_bf16_gemm(pool, a, w, bias, c, m, n, k);
-        if (m <= avx512::few_rows_max<W> && has_avx512()) {
+        if (m > 1 && m <= avx512::few_rows_max<W> && has_avx512()) {
             pool.parallel_for(n, 16, [&](std::size_t begin, std::size_t end) {
                 avx512::few_rows_columns(a, w, c, m, k, n, begin, end);
                 if (bias != nullptr) matrix(c + begin, m, end - begin, n).rowwise() += ConstVectorMap(bias + begin, static_cast<Eigen::Index>(end - begin)).transpose();

@@ -141,6 +141,7 @@ TEST_CASE("Products with bf16, Q8_0 and Q4_0 weights match double-precision refe
         check_products<Q4_0>(m, 70, 96);
     }
     check_products<bf16>(1, 33, 17);     // bf16 has no blocks: a masked tail
+    check_products<bf16>(5, 33, 17);     // in the few-row tiles
     check_products<bf16>(70, 33, 17);    // and an odd depth in the packed GEMM's pairs
     // One row: the vector kernel takes eight blocks per step, then the rest one by one.
     for (std::size_t k : {256, 576, 768, 800, 3072}) {

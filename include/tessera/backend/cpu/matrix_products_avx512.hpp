@@ -50,6 +50,7 @@ inline bool has_avx512() noexcept {
 
 #include <algorithm>  // std::min
 #include <cstddef>    // std::size_t
+#include <cstdint>    // std::uint16_t
 #include <type_traits>  // std::integral_constant
 #include <utility>    // std::index_sequence
 #include <vector>     // std::vector
@@ -205,7 +206,14 @@ inline __m512 load16(const float* w) noexcept { return _mm512_loadu_ps(w); }
 inline __m512 load16(const float* w, __mmask16 lanes) noexcept { return _mm512_maskz_loadu_ps(lanes, w); }
 inline __m512 widen(__m256i bf16s) noexcept { return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bf16s), 16)); }
 inline __m512 load16(const bf16* w) noexcept { return widen(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w))); }
-inline __m512 load16(const bf16* w, __mmask16 lanes) noexcept { return widen(_mm256_maskz_loadu_epi16(lanes, w)); }
+// (The masked 16-bit load is AVX-512 BW + VL, outside this region's target: the tail of a row,
+// once per row, goes through a zeroed copy instead.)
+inline __m512 load16(const bf16* w, __mmask16 lanes) noexcept {
+    alignas(32) std::uint16_t tail[16] = {};
+    for (unsigned i = 0; i < 16; ++i)
+        if (lanes & (1u << i)) tail[i] = w[i].bits;
+    return widen(_mm256_load_si256(reinterpret_cast<const __m256i*>(tail)));
+}
 
 // W row · x for one bf16 row (decoding): two accumulators, one row at a time. A single stream
 // reads cold memory fastest: the four-row tile below decoded 1.2x slower (measured, 124M).

@@ -48,4 +48,10 @@ inline MatrixMap matrix(float* p, std::size_t rows, std::size_t cols, std::size_
             Eigen::OuterStride<>(static_cast<Eigen::Index>(stride))};
 }
 
+// Columns [begin, end) of C(m, ldc) += bias[begin, end) in every row; nothing when bias is null.
+inline void add_bias_columns(float* c, const float* bias, std::size_t m, std::size_t ldc, std::size_t begin, std::size_t end) {
+    if (bias == nullptr) return;
+    matrix(c + begin, m, end - begin, ldc).rowwise() += ConstVectorMap(bias + begin, static_cast<Eigen::Index>(end - begin)).transpose();
+}
+
 }  // namespace tessera::cpu

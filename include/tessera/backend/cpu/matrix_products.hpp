@@ -39,7 +39,7 @@ namespace tessera::cpu {
     if (m <= avx512::few_rows_max<float> && has_avx512()) {
         pool.parallel_for(n, 16, [&](std::size_t begin, std::size_t end) {
             avx512::few_rows_columns(a, w, c, m, k, n, begin, end);
-            if (bias != nullptr) matrix(c + begin, m, end - begin, n).rowwise() += ConstVectorMap(bias + begin, static_cast<Eigen::Index>(end - begin)).transpose();
+            add_bias_columns(c, bias, m, n, begin, end);
         });
         return;
     }

@@ -603,7 +603,7 @@ void few_rows_integer(ThreadPool& pool, const float* a, const W* w, const float*
     });
     pool.parallel_for(n, 16, [&](std::size_t begin, std::size_t end) {
         avx512vnni::integer_columns(rows.data(), w, c, m, k, n, begin, end);
-        if (bias != nullptr) matrix(c + begin, m, end - begin, n).rowwise() += ConstVectorMap(bias + begin, static_cast<Eigen::Index>(end - begin)).transpose();
+        add_bias_columns(c, bias, m, n, begin, end);
     });
 }
 #endif
@@ -657,7 +657,7 @@ void packed_integer_gemm(ThreadPool& pool, const float* a, const W* w, const flo
                     packed_tile<T>(packed.tile_q(tile), packed.tile_d(tile), packed.tile_offset(tile), wq.data(), ws.data(), blocks, out, n, cols);
                 });
             }
-            if (bias != nullptr) matrix(c + col, m, cols, n).rowwise() += ConstVectorMap(bias + col, static_cast<Eigen::Index>(cols)).transpose();
+            add_bias_columns(c, bias, m, n, col, col + cols);
         }
     });
 }
@@ -695,7 +695,7 @@ inline void packed_bf16_gemm(ThreadPool& pool, const float* a, const bf16* w, co
                     bf16_tile<T>(packed.data() + tile * packed_rows * pairs, wp.data(), pairs, c + tile * packed_rows * n + col, n, cols);
                 });
             }
-            if (bias != nullptr) matrix(c + col, m, cols, n).rowwise() += ConstVectorMap(bias + col, static_cast<Eigen::Index>(cols)).transpose();
+            add_bias_columns(c, bias, m, n, col, col + cols);
         }
     });
 }
@@ -712,7 +712,7 @@ template <class W>
         if (m > 1 && m <= avx512::few_rows_max<W> && has_avx512()) {
             pool.parallel_for(n, 16, [&](std::size_t begin, std::size_t end) {
                 avx512::few_rows_columns(a, w, c, m, k, n, begin, end);
-                if (bias != nullptr) matrix(c + begin, m, end - begin, n).rowwise() += ConstVectorMap(bias + begin, static_cast<Eigen::Index>(end - begin)).transpose();
+                add_bias_columns(c, bias, m, n, begin, end);
             });
             return;
         }
@@ -745,7 +745,7 @@ template <class W>
 #else
             matrix(c + p, m, rows, n).noalias() = A * matrix(dequantized.data(), rows, k, k).transpose();
 #endif
-            if (bias != nullptr) matrix(c + p, m, rows, n).rowwise() += ConstVectorMap(bias + p, static_cast<Eigen::Index>(rows)).transpose();
+            add_bias_columns(c, bias, m, n, p, p + rows);
         }
     });
 }

@@ -29,3 +29,4 @@
 #include <tessera/models/perplexity.hpp>     // evaluate_perplexity
 #include <tessera/sampling/sampler.hpp>      // Sampler, SamplingParams, make_sampler, the processors
 #include <tessera/generation/generator.hpp>  // Generator, GenerationOptions, Completion
+#include <tessera/generation/batch_generator.hpp>  // BatchGenerator, BatchOptions (many sequences at once)

@@ -84,6 +84,11 @@ concept Backend = StorageBackend<B> && HasTransfers<B> && HasGemm<B> && HasGemv<
 template <class B>
 concept ReservesAttentionScratch = requires(B& b, std::size_t n) { b.reserve_attention(n, n); };
 
+// Optional: dst = src within the backend's memory. Models need it to run several sequences in
+// one step (each sequence's keys and values are copied into its own cache).
+template <class B>
+concept HasCopy = requires(B& b, VectorView<const float, B> src, VectorView<float, B> dst) { b.copy(src, dst); };
+
 // Optional: runs a step that only queues work on the backend as one replayable unit (a CUDA
 // graph), to save per-kernel launch overhead. Models use it for the decode step when present.
 template <class B>

@@ -68,6 +68,9 @@ public:
     void add(VectorView<const float, Cpu> a, VectorView<const float, Cpu> b, VectorView<float, Cpu> out) {
         cpu::add(*pool_, a.data(), b.data(), out.data(), out.size());
     }
+    void copy(VectorView<const float, Cpu> src, VectorView<float, Cpu> dst) {
+        std::copy_n(src.data(), src.size(), dst.data());
+    }
     void layer_norm(MatrixView<const float, Cpu> x, VectorView<const float, Cpu> gamma, VectorView<const float, Cpu> beta,
                     float eps, MatrixView<float, Cpu> out) {
         cpu::layer_norm(*pool_, x.data(), gamma.data(), beta.data(), eps, out.data(), x.extent(0), x.extent(1));

@@ -14,6 +14,8 @@ enum class StopReason {
     max_new_tokens,  // the budget of new tokens is spent
     stop_string,     // one of the stop strings appeared (it is not part of the text)
     context_full,    // the context window is full (and context shift is off)
+    cancelled,       // the caller cancelled it (BatchGenerator::cancel)
+    error,           // it failed (Completion::error says why); the others in its batch went on
 };
 
 inline const char* to_string(StopReason r) noexcept {
@@ -22,6 +24,8 @@ inline const char* to_string(StopReason r) noexcept {
         case StopReason::max_new_tokens: return "max_new_tokens";
         case StopReason::stop_string: return "stop_string";
         case StopReason::context_full: return "context_full";
+        case StopReason::cancelled: return "cancelled";
+        case StopReason::error: return "error";
     }
     return "?";
 }
@@ -39,6 +43,7 @@ struct Completion {
     double total_seconds = 0;         // what the caller waited: tokenizing to the last piece of text
     std::size_t decode_steps = 0;
     std::uint64_t seed = 0;
+    std::string error;                // why it failed (StopReason::error)
 
     double prefill_tokens_per_second() const noexcept { return prefill_seconds > 0 ? prompt_tokens / prefill_seconds : 0; }
     // The model alone: decode steps per second of decode_seconds.

@@ -17,6 +17,7 @@
 // Config fixes the shape at compile time (GPT2Small) or leaves it to run time (GPT2Dynamic,
 // any checkpoint); both are the same templates over the same kernels.
 #include <cstddef>     // std::size_t
+#include <memory>      // std::unique_ptr, std::make_unique
 #include <optional>    // std::optional
 #include <span>        // std::span
 #include <string>      // std::string, std::to_string
@@ -31,11 +32,13 @@
 #include <tessera/io/safetensors.hpp>         // SafetensorsFile
 #include <tessera/models/gpt2_checkpoints.hpp>  // SafetensorsGpt2Checkpoint
 #include <tessera/models/gpt2_config.hpp>     // GPT2Config
+#include <tessera/models/sequence.hpp>        // SequenceState, SequenceTokens
 #include <tessera/nn/decoder_block.hpp>       // DecoderBlock, BlockScratch
 #include <tessera/nn/embedding.hpp>           // Embedding
 #include <tessera/nn/layer_norm.hpp>          // LayerNorm
 #include <tessera/nn/parameter.hpp>           // Checkpoint, WeightSource
 #include <tessera/nn/positions.hpp>           // LearnedPositions, SinusoidalPositions
+#include <tessera/ops/elementwise.hpp>        // copy
 #include <tessera/ops/matrix_products.hpp>    // gemm, gemv
 
 namespace tessera {
@@ -67,14 +70,36 @@ public:
           ln_f_(shape.n_embd),
           scratch_(shape.n_embd, shape.n_inner),
           x_(0, shape.n_embd),
-          logits_(shape.vocab_size),
-          host_logits_(B::host_accessible ? 0 : shape.vocab_size) {
+          logits_(1, shape.vocab_size),
+          host_logits_(B::host_accessible ? 0 : shape.vocab_size),
+          own_(shape, shape.n_ctx) {
         blocks_.reserve(shape.n_layer);
-        caches_.reserve(shape.n_layer);
-        for (std::size_t i = 0; i < shape.n_layer; ++i) {
-            blocks_.emplace_back(shape.n_embd, shape.n_head, shape.n_inner);
-            caches_.emplace_back(shape.n_ctx, shape.n_head, shape.head_dim());
+        for (std::size_t i = 0; i < shape.n_layer; ++i) blocks_.emplace_back(shape.n_embd, shape.n_head, shape.n_inner);
+    }
+
+    // A sequence's keys and values in every layer, for `context` positions (at most the
+    // model's), and its position: what step() runs. The model's own one serves prefill() and
+    // decode().
+    class Sequence final : public SequenceState {
+    public:
+        Sequence(const GPT2Shape& shape, std::size_t context) : SequenceState(context) {
+            caches_.reserve(shape.n_layer);
+            for (std::size_t i = 0; i < shape.n_layer; ++i) caches_.emplace_back(context, shape.n_head, shape.head_dim());
         }
+
+    private:
+        friend class GPT2;
+        std::vector<typename Block::Cache> caches_;  // n_layer x (context, H, D) keys and values
+    };
+
+    // A new sequence of `context` positions (0: the model's context), at position 0.
+    std::unique_ptr<Sequence> new_sequence(std::size_t context = 0) const {
+        if (context == 0) context = shape_.n_ctx;
+        if (context > shape_.n_ctx) {
+            throw ArgumentError("GPT2: a sequence of " + std::to_string(context) + " positions exceeds the model's context of " +
+                                std::to_string(shape_.n_ctx));
+        }
+        return std::make_unique<Sequence>(shape_, context);
     }
 
     // From a checkpoint (nn/parameter.hpp; GPT-2's files: models/gpt2_checkpoints.hpp), whose
@@ -104,26 +129,60 @@ public:
     // Appends tokens at the current position; returns the last position's logits (V), valid
     // until the next call.
     std::span<const float> prefill(std::span<const TokenId> tokens) {
-        const std::size_t t = admit(tokens);
-        const auto step = [&] {
-            const auto x = run_blocks(tokens);
-            const auto normed = scratch_.normed.view().rows(0, 1);
-            ln_f_(*backend_, x.rows(t - 1, 1), normed);
-            gemv(*backend_, head(), normed.flat(), logits_);
+        const SequenceTokens one{&own_, tokens};
+        return step(std::span<const SequenceTokens>(&one, 1));
+    }
+
+    // Runs several sequences' tokens in one step (continuous batching): the projections run as
+    // one product over all their rows, attention per sequence over its own cache. Returns each
+    // sequence's last-position logits, row-major [S][V], valid until the next call. A
+    // sequence's results do not depend on the others in the step as long as the products take
+    // the same path (cpu::activation_precision: by the step's row count). More than one
+    // sequence needs a backend that copies within its memory (HasCopy).
+    std::span<const float> step(std::span<const SequenceTokens> batch) {
+        const std::size_t rows = admit(batch);
+        const std::size_t n = batch.size();
+        const auto queue = [&] {
+            const auto x = run_blocks(batch, rows);
+            const auto normed = scratch_.normed.view().rows(0, n);
+            if (n == 1) {
+                ln_f_(*backend_, x.rows(rows - 1, 1), normed);
+                gemv(*backend_, head(), normed.flat(), logits_.view().rows(0, 1).flat());
+            } else if constexpr (HasCopy<B>) {  // each sequence's last row, then one product
+                const auto last = scratch_.delta.view().rows(0, n);
+                for (std::size_t i = 0; i < n; ++i) copy(*backend_, x.rows(slices_[i].row + slices_[i].count - 1, 1), last.rows(i, 1));
+                ln_f_(*backend_, last, normed);
+                gemm(*backend_, normed, head(), logits_.view().rows(0, n));
+            }
         };
         if constexpr (RunsGraphs<B>) {
-            if (t == 1) backend_->run_as_graph(step);
-            else step();
+            if (rows == 1) backend_->run_as_graph(queue);
+            else queue();
         } else {
-            step();
+            queue();
         }
-        position_ += t;
+        for (std::size_t i = 0; i < n; ++i) sequence_of(batch[i]).advance(batch[i].tokens.size());
         if constexpr (B::host_accessible) {
-            return {logits_.data(), logits_.size()};
+            return {logits_.data(), n * shape_.vocab_size};
         } else {
             B::download(logits_.data(), host_logits_.data(), host_logits_.size());
             return host_logits_;
         }
+    }
+
+    // Room for steps over up to `sequences` sequences and `rows` tokens in all (and attention
+    // over the whole context), so that such steps allocate nothing.
+    void reserve_steps(std::size_t sequences, std::size_t rows) {
+        if (sequences == 0 || rows < sequences) throw ArgumentError("GPT2: reserve_steps needs rows >= sequences >= 1");
+        if (sequences > 1 && !HasCopy<B>) {
+            throw ArgumentError(std::string("GPT2: the ") + B::name + " backend runs one sequence per step");
+        }
+        scratch_.reserve(rows, sequences > 1);
+        if (x_.extent(0) < rows) x_ = Tensor<float, Extents<dyn, n_embd>, B>(rows, shape_.n_embd);
+        if (logits_.extent(0) < sequences) logits_ = Tensor<float, Extents<dyn, vocab_size>, B>(sequences, shape_.vocab_size);
+        if (ids_.capacity() < rows) ids_.reserve(rows);
+        if (slices_.capacity() < sequences) slices_.reserve(sequences);
+        if constexpr (ReservesAttentionScratch<B>) backend_->reserve_attention(rows, shape_.n_ctx);
     }
 
     // One more token (the decode step): prefill of a single token.
@@ -131,9 +190,10 @@ public:
 
     // Appends tokens; returns every position's logits, row-major [T][V] (allocates T·V floats).
     std::vector<float> prefill_all(std::span<const TokenId> tokens) {
-        const std::size_t t = admit(tokens);
-        const auto x = run_blocks(tokens);
-        position_ += t;
+        const SequenceTokens one{&own_, tokens};
+        const std::size_t t = admit(std::span<const SequenceTokens>(&one, 1));
+        const auto x = run_blocks(std::span<const SequenceTokens>(&one, 1), t);
+        own_.advance(t);
         const auto normed = scratch_.normed.view().rows(0, t);
         ln_f_(*backend_, x, normed);
         Tensor<float, Extents<dyn, vocab_size>, B> all(t, shape_.vocab_size);
@@ -153,8 +213,8 @@ public:
     }
 
     // Forgets the sequence: the next prefill starts at position 0.
-    void reset() noexcept { position_ = 0; }
-    std::size_t position() const noexcept { return position_; }
+    void reset() noexcept { own_.reset(); }
+    std::size_t position() const noexcept { return own_.position(); }
 
 private:
     static const GPT2Shape& checked(const GPT2Shape& s) {
@@ -173,29 +233,57 @@ private:
 
     const auto& head() const { return lm_head_ ? lm_head_->table : wte_.table; }
 
-    // Checks that tokens fit after the current position and sizes all scratch for them and for
-    // attention over the whole context (before anything is queued: a graph capture may not
-    // allocate, and decoding must not). Returns their count.
-    std::size_t admit(std::span<const TokenId> tokens) {
-        const std::size_t t = tokens.size();
-        const std::size_t ctx = shape_.n_ctx;
-        if (t == 0) throw ArgumentError("GPT2: no tokens to run");
-        if (t > ctx - position_) {
-            throw ArgumentError("GPT2: " + std::to_string(t) + " tokens at position " + std::to_string(position_) +
-                                " exceed the context of " + std::to_string(ctx) + " positions");
+    Sequence& sequence_of(const SequenceTokens& s) const {
+        auto* seq = dynamic_cast<Sequence*>(s.sequence);
+        if (seq == nullptr) throw ArgumentError("GPT2: a sequence in the step is null or was made by a different model type");
+        if (seq->caches_.size() != shape_.n_layer ||
+            (shape_.n_layer > 0 && seq->caches_[0].keys.extent(1) * seq->caches_[0].keys.extent(2) != shape_.n_embd)) {
+            throw ArgumentError("GPT2: a sequence in the step was made by a model of another shape");
         }
-        scratch_.reserve(t);
-        if (x_.extent(0) < t) x_ = Tensor<float, Extents<dyn, n_embd>, B>(t, shape_.n_embd);
-        if constexpr (ReservesAttentionScratch<B>) backend_->reserve_attention(t, ctx);
-        return t;
+        return *seq;
     }
 
-    // Queues the blocks over tokens at positions [position_, position_ + T); returns x (T, C).
-    TensorView<float, Extents<dyn, n_embd>, B> run_blocks(std::span<const TokenId> tokens) {
-        const auto x = x_.view().rows(0, tokens.size());
-        wte_(*backend_, tokens, x);
-        positions_.add_to(*backend_, x, position_);
-        for (std::size_t i = 0; i < n_layers(); ++i) blocks_[i](*backend_, x, caches_[i], position_, scratch_);
+    // Checks that each sequence's tokens fit after its position (and that no sequence comes
+    // twice) and sizes all scratch for them and for attention over the whole context (before
+    // anything is queued: a graph capture may not allocate, and decoding must not). Returns the
+    // rows in all.
+    std::size_t admit(std::span<const SequenceTokens> batch) {
+        if (batch.empty()) throw ArgumentError("GPT2: no sequences to run");
+        std::size_t rows = 0;
+        for (std::size_t i = 0; i < batch.size(); ++i) {
+            const Sequence& seq = sequence_of(batch[i]);
+            const std::size_t t = batch[i].tokens.size();
+            if (t == 0) throw ArgumentError("GPT2: no tokens to run");
+            if (t > seq.context_length() - seq.position()) {
+                throw ArgumentError("GPT2: " + std::to_string(t) + " tokens at position " + std::to_string(seq.position()) +
+                                    " exceed the context of " + std::to_string(seq.context_length()) + " positions");
+            }
+            for (std::size_t j = 0; j < i; ++j) {
+                if (batch[j].sequence == batch[i].sequence) throw ArgumentError("GPT2: a sequence appears twice in one step");
+            }
+            rows += t;
+        }
+        reserve_steps(batch.size(), rows);
+        return rows;
+    }
+
+    // Queues the blocks over the batch's tokens (in order: rows [0, rows)); returns x (rows, C).
+    // slices_ holds each sequence's rows afterwards.
+    TensorView<float, Extents<dyn, n_embd>, B> run_blocks(std::span<const SequenceTokens> batch, std::size_t rows) {
+        const auto x = x_.view().rows(0, rows);
+        ids_.clear();
+        slices_.clear();
+        for (const SequenceTokens& s : batch) {
+            Sequence& seq = sequence_of(s);
+            slices_.push_back({nullptr, seq.position(), ids_.size(), s.tokens.size()});
+            ids_.insert(ids_.end(), s.tokens.begin(), s.tokens.end());
+        }
+        wte_(*backend_, ids_, x);
+        for (const auto& slice : slices_) positions_.add_to(*backend_, x.rows(slice.row, slice.count), slice.first);
+        for (std::size_t i = 0; i < n_layers(); ++i) {
+            for (std::size_t j = 0; j < batch.size(); ++j) slices_[j].cache = &sequence_of(batch[j]).caches_[i];
+            blocks_[i](*backend_, x, std::span<const CacheRows<typename Block::Cache>>(slices_), scratch_);
+        }
         return x;
     }
 
@@ -206,12 +294,13 @@ private:
     std::vector<Block> blocks_;                             // n_layer
     LayerNorm<n_embd, B> ln_f_;                             // (C)
     std::optional<Embedding<vocab_size, n_embd, B, HeadW>> lm_head_;  // (V, C) when untied
-    std::vector<typename Block::Cache> caches_;             // n_layer x (Ctx, H, D) keys and values
     typename Block::Scratch scratch_;                       // per-block activations
     Tensor<float, Extents<dyn, n_embd>, B> x_;              // (cap, C) residual stream
-    Tensor<float, Extents<vocab_size>, B> logits_;          // (V)
+    Tensor<float, Extents<dyn, vocab_size>, B> logits_;     // (sequences cap, V)
     std::vector<float> host_logits_;                        // (V) on the host, for device backends
-    std::size_t position_ = 0;
+    std::vector<TokenId> ids_;                              // the step's tokens, all sequences
+    std::vector<CacheRows<typename Block::Cache>> slices_;  // the step's sequences, one layer's caches
+    Sequence own_;                                          // what prefill() and decode() run
 };
 
 }  // namespace tessera

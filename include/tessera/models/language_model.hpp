@@ -15,6 +15,7 @@
 
 #include <tessera/core/token_id.hpp>  // TokenId
 #include <tessera/core/weight_formats.hpp>  // WeightFormat
+#include <tessera/models/sequence.hpp>      // SequenceState, SequenceTokens
 
 namespace tessera {
 
@@ -27,6 +28,14 @@ concept CausalLanguageModel = requires(M& m, const M& cm, std::span<const TokenI
     { m.prefill(ids) } -> std::convertible_to<std::span<const float>>;
     { m.decode(id) } -> std::convertible_to<std::span<const float>>;
     m.reset();
+};
+
+// ... and what batched generation needs: sequences apart from the model, and a step over many.
+template <class M>
+concept BatchingLanguageModel = CausalLanguageModel<M> && requires(M& m, std::span<const SequenceTokens> batch, std::size_t n) {
+    { m.new_sequence(n) } -> std::convertible_to<std::unique_ptr<SequenceState>>;
+    { m.step(batch) } -> std::convertible_to<std::span<const float>>;
+    m.reserve_steps(n, n);
 };
 
 // ... and what perplexity evaluation needs on top: every position's logits, [T][V].
@@ -45,6 +54,10 @@ public:
     virtual std::span<const float> decode(TokenId token) = 0;
     virtual std::vector<float> prefill_all(std::span<const TokenId> tokens) = 0;
     virtual void reset() = 0;
+    // Batched generation (GPT2::new_sequence, step, reserve_steps).
+    virtual std::unique_ptr<SequenceState> new_sequence(std::size_t context = 0) const = 0;
+    virtual std::span<const float> step(std::span<const SequenceTokens> batch) = 0;
+    virtual void reserve_steps(std::size_t sequences, std::size_t rows) = 0;
     // The model's shape and backend, e.g. "gpt2 (124M): n_layer 12, ..., vocab_size 50257 on cuda".
     virtual std::string description() const = 0;
     // How its matrices are stored ("f32", "q8_0", ...).
@@ -53,7 +66,8 @@ public:
 
 // The interface over a concrete model M, owning it and, in keep_alive, what it must not outlive
 // (its backend, when the caller does not own that).
-template <ScoringLanguageModel M>
+template <class M>
+    requires ScoringLanguageModel<M> && BatchingLanguageModel<M>
 class LanguageModelFor final : public LanguageModel {
 public:
     LanguageModelFor(std::unique_ptr<M> model, std::string description, std::shared_ptr<void> keep_alive = nullptr)
@@ -66,6 +80,9 @@ public:
     std::span<const float> decode(TokenId token) override { return model_->decode(token); }
     std::vector<float> prefill_all(std::span<const TokenId> tokens) override { return model_->prefill_all(tokens); }
     void reset() override { model_->reset(); }
+    std::unique_ptr<SequenceState> new_sequence(std::size_t context) const override { return model_->new_sequence(context); }
+    std::span<const float> step(std::span<const SequenceTokens> batch) override { return model_->step(batch); }
+    void reserve_steps(std::size_t sequences, std::size_t rows) override { model_->reserve_steps(sequences, rows); }
     std::string description() const override { return description_; }
     std::string_view weight_format() const override { return WeightFormat<typename M::weight_type>::name; }
 

@@ -2,19 +2,24 @@
 // CausalSelfAttention: q, k, v projections (Hugging Face's fused c_attn split in three at load),
 // causal multi-head attention over the KV cache, output projection.
 #include <cstddef>  // std::size_t
+#include <string>   // std::string
+#include <span>     // std::span
 
+#include <tessera/backend/backend.hpp> // HasCopy
+#include <tessera/core/error.hpp>      // ArgumentError
 #include <tessera/core/tensor.hpp>     // TensorView
-#include <tessera/nn/kv_cache.hpp>     // KvCache
+#include <tessera/nn/kv_cache.hpp>     // KvCache, CacheRows
 #include <tessera/nn/linear.hpp>       // Linear
 #include <tessera/nn/parameter.hpp>    // WeightSource
 #include <tessera/ops/attention.hpp>   // causal_attention
+#include <tessera/ops/elementwise.hpp> // copy
 
 namespace tessera {
 
 template <std::size_t C, std::size_t H, std::size_t Ctx, class B, class W = float>
 struct CausalSelfAttention {
     static constexpr std::size_t head_dim = C == dyn || H == dyn ? dyn : C / H;
-    using Cache = KvCache<Ctx, H, head_dim, B>;
+    using Cache = KvCache<dyn, H, head_dim, B>;  // each sequence's context: at most Ctx
 
     Linear<C, C, B, W> query, key, value;  // c_attn's three thirds
     Linear<C, C, B, W> proj;               // c_proj
@@ -30,21 +35,38 @@ struct CausalSelfAttention {
         proj.load(src, "c_proj");
     }
 
-    // out(T, C) for x(T, C) at positions [first, first + T); appends k and v to the cache.
-    // q and att are (T, C) scratch. out may not be x.
+    // out(T, C) for x(T, C), the rows of one or more sequences (`seqs`, in row order, covering
+    // x): each sequence's q attends over its own cache, to which its k and v are appended. q and
+    // att are (T, C) scratch; with several sequences the k and v of all rows are projected into
+    // k and v (T, C) first (one product for all) and then copied into each cache. out may not
+    // be x.
     template <class Backend, class X, class Scratch, class Out>
-    void operator()(Backend& backend, const X& x, Cache& cache, std::size_t first, Scratch q, Scratch att,
-                    Out&& out) const {
-        const std::size_t t = x.extent(0);
+    void operator()(Backend& backend, const X& x, std::span<const CacheRows<Cache>> seqs, Scratch q, Scratch att,
+                    Scratch k, Scratch v, Out&& out) const {
         query(backend, x, q);
-        key(backend, x, Cache::matrix_rows(cache.keys, first, t));
-        value(backend, x, Cache::matrix_rows(cache.values, first, t));
-        const auto split_heads = [t, this](auto m) {  // (T, C) -> (T, H, D)
+        if (seqs.size() == 1) {  // one sequence: straight into its cache
+            const CacheRows<Cache>& s = seqs[0];
+            key(backend, x, Cache::matrix_rows(s.cache->keys, s.first, s.count));
+            value(backend, x, Cache::matrix_rows(s.cache->values, s.first, s.count));
+        } else if constexpr (HasCopy<Backend>) {
+            key(backend, x, k);
+            value(backend, x, v);
+            for (const CacheRows<Cache>& s : seqs) {
+                copy(backend, k.rows(s.row, s.count), Cache::matrix_rows(s.cache->keys, s.first, s.count));
+                copy(backend, v.rows(s.row, s.count), Cache::matrix_rows(s.cache->values, s.first, s.count));
+            }
+        } else {
+            throw ArgumentError(std::string("CausalSelfAttention: the ") + Backend::name +
+                                " backend runs one sequence per step (it has no copy kernel)");
+        }
+        const auto split_heads = [this](auto m) {  // (T, C) -> (T, H, D)
             using E = Extents<dyn, H, head_dim>;
-            return TensorView<float, E, Backend>(m.data(), E(t, heads, m.extent(1) / heads));
+            return TensorView<float, E, Backend>(m.data(), E(m.extent(0), heads, m.extent(1) / heads));
         };
-        causal_attention(backend, split_heads(q), Cache::rows(cache.keys, 0, first + t),
-                         Cache::rows(cache.values, 0, first + t), split_heads(att));
+        for (const CacheRows<Cache>& s : seqs) {
+            causal_attention(backend, split_heads(q.rows(s.row, s.count)), Cache::rows(s.cache->keys, 0, s.first + s.count),
+                             Cache::rows(s.cache->values, 0, s.first + s.count), split_heads(att.rows(s.row, s.count)));
+        }
         proj(backend, att, out);
     }
 };

@@ -3,9 +3,11 @@
 //   x += attn(ln_1(x));  x += mlp(ln_2(x))
 // with its scratch tensors (BlockScratch) owned by the caller and shared by all blocks.
 #include <cstddef>  // std::size_t
+#include <span>     // std::span
 
 #include <tessera/core/tensor.hpp>         // Tensor
 #include <tessera/nn/attention.hpp>        // CausalSelfAttention
+#include <tessera/nn/kv_cache.hpp>       // CacheRows
 #include <tessera/nn/feed_forward.hpp>     // FeedForward
 #include <tessera/nn/layer_norm.hpp>       // LayerNorm
 #include <tessera/nn/parameter.hpp>        // WeightSource
@@ -13,25 +15,34 @@
 
 namespace tessera {
 
-// Activations of one block for up to `capacity` positions; grows (prefill only), never shrinks.
+// Activations of one block for up to `capacity` rows; grows (prefill only), never shrinks. The
+// keys and values of a step over several sequences (before they go to each one's cache) exist
+// only once such a step was reserved: a single sequence writes straight into its cache.
 template <std::size_t C, std::size_t Inner, class B>
 struct BlockScratch {
     Tensor<float, Extents<dyn, C>, B> normed, q, att, delta;  // (cap, C)
     Tensor<float, Extents<dyn, Inner>, B> hidden;             // (cap, Inner)
+    Tensor<float, Extents<dyn, C>, B> keys, values;           // (cap, C) or empty
 
     BlockScratch(std::size_t c, std::size_t inner)
-        : normed(0, c), q(0, c), att(0, c), delta(0, c), hidden(0, inner) {}
+        : normed(0, c), q(0, c), att(0, c), delta(0, c), hidden(0, inner), keys(0, c), values(0, c) {}
 
     std::size_t capacity() const noexcept { return normed.extent(0); }
 
-    void reserve(std::size_t t) {
-        if (t <= capacity()) return;
+    // Room for t rows; `several_sequences`: also for a step over more than one sequence.
+    void reserve(std::size_t t, bool several_sequences = false) {
         const std::size_t c = normed.extent(1), inner = hidden.extent(1);
-        normed = decltype(normed)(t, c);
-        q = decltype(q)(t, c);
-        att = decltype(att)(t, c);
-        delta = decltype(delta)(t, c);
-        hidden = decltype(hidden)(t, inner);
+        if (t > capacity()) {
+            normed = decltype(normed)(t, c);
+            q = decltype(q)(t, c);
+            att = decltype(att)(t, c);
+            delta = decltype(delta)(t, c);
+            hidden = decltype(hidden)(t, inner);
+        }
+        if (several_sequences && keys.extent(0) < capacity()) {
+            keys = decltype(keys)(capacity(), c);
+            values = decltype(values)(capacity(), c);
+        }
     }
 };
 
@@ -58,14 +69,16 @@ struct DecoderBlock {
         ln_1.eps = ln_2.eps = eps;
     }
 
-    // x(T, C) at positions [first, first + T), updated in place.
+    // x(T, C), the rows of the sequences `seqs` (CausalSelfAttention), updated in place.
     template <class Backend, class X>
-    void operator()(Backend& backend, X x, Cache& cache, std::size_t first, Scratch& s) const {
+    void operator()(Backend& backend, X x, std::span<const CacheRows<Cache>> seqs, Scratch& s) const {
         const std::size_t t = x.extent(0);
         const auto normed = s.normed.view().rows(0, t);
         const auto delta = s.delta.view().rows(0, t);
+        const auto kv_rows = seqs.size() == 1 ? 0 : t;  // unused (and maybe unreserved) for one sequence
         ln_1(backend, x, normed);
-        attn(backend, normed, cache, first, s.q.view().rows(0, t), s.att.view().rows(0, t), delta);
+        attn(backend, normed, seqs, s.q.view().rows(0, t), s.att.view().rows(0, t), s.keys.view().rows(0, kv_rows),
+             s.values.view().rows(0, kv_rows), delta);
         add(backend, x, delta, x);
         ln_2(backend, x, normed);
         mlp(backend, normed, s.hidden.view().rows(0, t), delta);

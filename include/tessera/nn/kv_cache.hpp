@@ -28,4 +28,14 @@ struct KvCache {
     }
 };
 
+// One sequence's part of a step that runs several sequences together: rows [row, row + count)
+// of the step's activations are its positions [first, first + count), appended to `cache`.
+template <class Cache>
+struct CacheRows {
+    Cache* cache;
+    std::size_t first;  // its position before the step
+    std::size_t row;    // its first row in the step
+    std::size_t count;  // its rows (tokens) in the step
+};
+
 }  // namespace tessera

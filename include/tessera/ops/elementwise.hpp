@@ -25,6 +25,16 @@ void add(B& backend, const A& a, const Bx& b, Out&& out) {
                 output_operand<1, B>(out.view().flat()));
 }
 
+// dst = src, on a backend that copies within its memory (HasCopy).
+template <Backend B, TensorLike Src, TensorLike Dst>
+    requires HasCopy<B>
+void copy(B& backend, const Src& src, Dst&& dst) {
+    static_assert(extents_may_match<extents_of_t<Src>, extents_of_t<Dst>>,
+                  "copy: src and dst must have the same rank and sizes.");
+    check_same_shape(src.extents(), dst.extents(), "copy", "src's shape", "dst's shape");
+    backend.copy(input_operand<1, B>(detail::flat_view(src)), output_operand<1, B>(dst.view().flat()));
+}
+
 // out = gelu(x), GPT-2's tanh approximation.
 template <Backend B, TensorLike X, TensorLike Out>
 void gelu(B& backend, const X& x, Out&& out) {

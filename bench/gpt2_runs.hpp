@@ -1,13 +1,17 @@
 #pragma once
 // The two timed runs of the end-to-end GPT-2 benchmarks (bench_gpt2, bench_gpt2_cuda),
 // llama-bench style: pp = prefill of an n-token prompt; tg = decode steps after a 1-token
-// prompt, greedy, each step's logits on the host before the next. Wall-clock seconds.
+// prompt, greedy, each step's logits on the host before the next; tg_batched = the same for
+// several sequences decoded together (llama-batched-bench's S_TG). Wall-clock seconds.
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
+#include <memory>
+#include <span>
 #include <vector>
 
 #include <tessera/core/token_id.hpp>
+#include <tessera/models/sequence.hpp>
 
 namespace tessera::bench {
 
@@ -36,6 +40,30 @@ struct Gpt2Runs {
         for (std::size_t i = 0; i < steps; ++i) {
             const auto next = std::max_element(logits.begin(), logits.end()) - logits.begin();
             logits = model.decode(static_cast<TokenId>(next));
+        }
+        return seconds_since(t0);
+    }
+
+    // Each of `sequences` (reset first) after the same `prompt` (run together, not timed), then
+    // `steps` steps of one token for all of them, each token the argmax of its own logits.
+    double tg_batched(std::span<const std::unique_ptr<SequenceState>> sequences, const std::vector<TokenId>& prompt,
+                      std::size_t steps) const {
+        std::vector<SequenceTokens> batch;
+        for (const auto& s : sequences) {
+            s->reset();
+            batch.push_back({s.get(), prompt});
+        }
+        std::vector<TokenId> next(sequences.size());
+        auto logits = model.step(batch);
+        const std::size_t v = model.vocabulary_size();
+        const auto t0 = std::chrono::steady_clock::now();
+        for (std::size_t i = 0; i < steps; ++i) {
+            for (std::size_t s = 0; s < next.size(); ++s) {
+                const auto row = logits.subspan(s * v, v);
+                next[s] = static_cast<TokenId>(std::max_element(row.begin(), row.end()) - row.begin());
+                batch[s].tokens = std::span<const TokenId>(&next[s], 1);
+            }
+            logits = model.step(batch);
         }
         return seconds_since(t0);
     }

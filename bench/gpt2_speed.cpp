@@ -4,6 +4,9 @@
 //
 //   build/bench/bench_gpt2 --model build/gpt2_fixtures/gpt2-124m [--model M2.gguf ...] [--threads 2]
 //                          [--pp 16,64,512] [--tg 128] [--rounds 4] [--weights f32,bf16,q8_0,q4_0]
+//                          [--batch 1,2,4,8,16]
+// --batch: aggregate decode tokens/s with that many sequences decoded together (each after a
+// 16-token prompt, tg steps), instead of pp and tg.
 // Each --model (a directory or a .gguf) runs as stored, or once per --weights format; all are
 // measured in the same interleaved rounds (ratios free of the machine's drift). One directory of
 // the 124M shape without --weights also runs the static GPT2<GPT2Small, Cpu>.
@@ -12,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -55,7 +59,41 @@ struct Measured {
     tessera::bench::Gpt2Traffic traffic;
     std::vector<double> pp_seconds;  // per prompt length, summed over the rounds
     double tg_seconds = 0;
+    std::vector<double> batch_seconds;  // per --batch size, summed over the rounds
 };
+
+// Aggregate decode throughput against the number of sequences decoded together, each model in
+// the same interleaved rounds; ratios to one sequence (the first size) of the same model.
+int run_batches(std::vector<Measured>& models, const std::vector<std::size_t>& batches, std::size_t tg, int rounds) {
+    constexpr std::size_t prompt_tokens = 16;
+    const std::size_t most = *std::max_element(batches.begin(), batches.end());
+    std::vector<std::vector<std::unique_ptr<tessera::SequenceState>>> sequences(models.size());
+    for (std::size_t i = 0; i < models.size(); ++i) {
+        models[i].model->reserve_steps(most, most * prompt_tokens);
+        for (std::size_t s = 0; s < most; ++s) sequences[i].push_back(models[i].model->new_sequence(prompt_tokens + tg + 1));
+    }
+    const auto prompt = tessera::bench::Gpt2Runs<tessera::LanguageModel>{*models[0].model}.prompt_of(prompt_tokens);
+    for (int r = -1; r < rounds; ++r) {  // round -1: warm-up
+        for (std::size_t i = 0; i < models.size(); ++i) {
+            const std::size_t mi = r % 2 ? models.size() - 1 - i : i;
+            const tessera::bench::Gpt2Runs<tessera::LanguageModel> runs{*models[mi].model};
+            for (std::size_t b = 0; b < batches.size(); ++b) {
+                const double s = runs.tg_batched(std::span(sequences[mi]).first(batches[b]), prompt, tg);
+                if (r >= 0) models[mi].batch_seconds[b] += s;
+            }
+        }
+    }
+    for (const Measured& m : models) {
+        std::printf("model %s (%s): aggregate decode, %zu-token prompts, tg%zu, mean of %d\n", m.model->description().c_str(),
+                    m.path.c_str(), prompt_tokens, tg, rounds);
+        const double one = batches[0] * tg * rounds / m.batch_seconds[0];
+        for (std::size_t b = 0; b < batches.size(); ++b) {
+            const double rate = batches[b] * tg * rounds / m.batch_seconds[b];
+            std::printf("  %2zu sequences: %8.1f tokens/s (%.2fx %zu)\n", batches[b], rate, rate / one, batches[0]);
+        }
+    }
+    return 0;
+}
 
 int run(int argc, char** argv) {
     std::vector<std::string> paths;
@@ -64,12 +102,14 @@ int run(int argc, char** argv) {
     std::size_t tg = 128;
     int rounds = 4;
     std::vector<tessera::WeightFormatId> formats;
+    std::vector<std::size_t> batches;
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string flag = argv[i], value = argv[i + 1];
         if (flag == "--model") paths.push_back(value);
         else if (flag == "--threads") threads = static_cast<unsigned>(whole_numbers(flag, value).at(0));
         else if (flag == "--pp") pps = whole_numbers(flag, value);
         else if (flag == "--tg") tg = whole_numbers(flag, value).at(0);
+        else if (flag == "--batch") batches = whole_numbers(flag, value);
         else if (flag == "--rounds") rounds = std::max(1, static_cast<int>(whole_numbers(flag, value).at(0)));
         else if (flag == "--weights") {
             for (std::size_t at = 0; at <= value.size();) {
@@ -96,7 +136,7 @@ int run(int argc, char** argv) {
                          const tessera::GPT2Shape& shape) {
         const auto id = *tessera::weight_format_named(model->weight_format());
         const tessera::bench::Gpt2Traffic traffic(shape, bytes_per_weight(id), bytes_per_weight(tessera::head_weight_format(id)));
-        models.push_back({std::move(model), path, traffic, std::vector<double>(pps.size()), 0.0});
+        models.push_back({std::move(model), path, traffic, std::vector<double>(pps.size()), 0.0, std::vector<double>(batches.size())});
     };
     for (const std::string& path : paths) {
         const tessera::GPT2Shape shape = tessera::Gpt2Files(path).hyperparameters().shape;
@@ -107,6 +147,7 @@ int run(int argc, char** argv) {
             add(tessera::open_gpt2<tessera::GPT2Small>(cpu, path), path, shape);
         }
     }
+    if (!batches.empty()) return run_batches(models, batches, tg, rounds);
     const tessera::bench::Gpt2Runs<tessera::LanguageModel> first{*models[0].model};
     std::vector<std::vector<tessera::TokenId>> prompts;
     for (const std::size_t pp : pps) prompts.push_back(first.prompt_of(pp));

@@ -15,10 +15,13 @@
 # llama-bench (all formats), in alternating order; the table shows the medians over the rounds.
 # Environment: TESSERA_BUILD (default build), THREADS (2), ROUNDS (3), PP (16,64,512), TG (128),
 # FORMATS (f32 bf16 q8_0 q4_0).
+# BATCH=1,2,4,8,16 measures aggregate decode instead: that many sequences decoded together, each
+# after a 16-token prompt, TG steps (tessera's bench_gpt2 --batch against llama-batched-bench's
+# S_TG); it writes batched.csv and batched.svg (bench/plot_batched.py) into WORK_DIR.
 set -euo pipefail
 
 if [[ $# -lt 2 ]]; then
-    sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
 fi
 llama_dir=$1
@@ -30,9 +33,12 @@ rounds=${ROUNDS:-3}
 pp=${PP:-16,64,512}
 tg=${TG:-128}
 read -r -a formats <<<"${FORMATS:-f32 bf16 q8_0 q4_0}"
+batch=${BATCH:-}
 
 llama_bench=$llama_dir/build/bin/llama-bench
 llama_quantize=$llama_dir/build/bin/llama-quantize
+llama_batched=$llama_dir/build/bin/llama-batched-bench
+[[ -z $batch ]] || llama_bench=$llama_batched
 for tool in "$llama_bench" "$llama_quantize" "$build/bench/bench_gpt2" "$build/examples/quantize"; do
     [[ -x $tool ]] || { echo "compare_llama_cpp: $tool is missing; build it first" >&2; exit 2; }
 done
@@ -58,17 +64,69 @@ for file in "${files[@]}"; do
     tessera_args+=(--model "$file")
     llama_args+=(-m "$file")
 done
-run_tessera() {
-    "$build/bench/bench_gpt2" "${tessera_args[@]}" --threads "$threads" --pp "$pp" --tg "$tg" --rounds 2 >"$work/tessera-$1.txt"
-}
-run_llama() {
-    "$llama_bench" "${llama_args[@]}" -t "$threads" -p "$pp" -n "$tg" -r 2 -o jsonl >"$work/llama-$1.jsonl" 2>"$work/llama-$1.log"
-}
+if [[ -n $batch ]]; then
+    most=$(tr ',' '\n' <<<"$batch" | sort -n | tail -1)
+    run_tessera() {
+        "$build/bench/bench_gpt2" "${tessera_args[@]}" --threads "$threads" --batch "$batch" --tg "$tg" --rounds 2 \
+            >"$work/tessera-batch-$1.txt"
+    }
+    run_llama() {
+        : >"$work/llama-batch-$1.jsonl"
+        for file in "${files[@]}"; do
+            "$llama_batched" -m "$file" -t "$threads" -c $((most * (16 + tg))) -b 2048 -ub 512 -npp 16 -ntg "$tg" \
+                -npl "$batch" --output-format jsonl 2>>"$work/llama-batch-$1.log" |
+                grep '^{' | sed "s|^{|{\"file\": \"$file\", |" >>"$work/llama-batch-$1.jsonl"
+        done
+    }
+else
+    run_tessera() {
+        "$build/bench/bench_gpt2" "${tessera_args[@]}" --threads "$threads" --pp "$pp" --tg "$tg" --rounds 2 >"$work/tessera-$1.txt"
+    }
+    run_llama() {
+        "$llama_bench" "${llama_args[@]}" -t "$threads" -p "$pp" -n "$tg" -r 2 -o jsonl >"$work/llama-$1.jsonl" 2>"$work/llama-$1.log"
+    }
+fi
 for ((r = 1; r <= rounds; ++r)); do
     echo "round $r of $rounds"
     if ((r % 2)); then run_tessera "$r"; run_llama "$r"; else run_llama "$r"; run_tessera "$r"; fi
 done
 
+if [[ -n $batch ]]; then
+    python3 - "$work" "$rounds" "${files[@]}" <<'EOF'
+import json, os, re, statistics, sys
+work, rounds, files = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+tessera, llama = {}, {}  # (file, sequences) -> [tokens/s per round]
+for r in range(1, rounds + 1):
+    current = None
+    for line in open(os.path.join(work, f"tessera-batch-{r}.txt")):
+        m = re.match(r"model .* \((.*)\): aggregate decode", line.strip())
+        if m: current = m.group(1)
+        m = re.match(r"\s+(\d+) sequences:\s+([\d.]+) tokens/s", line)
+        if m and current: tessera.setdefault((current, int(m.group(1))), []).append(float(m.group(2)))
+    for line in open(os.path.join(work, f"llama-batch-{r}.jsonl")):
+        row = json.loads(line)
+        llama.setdefault((row["file"], row["pl"]), []).append(row["speed_tg"])
+counts = sorted({n for (_, n) in tessera})
+print("\naggregate decode tokens/s, medians of", rounds, "rounds (tessera / llama.cpp = ratio)\n")
+print("| format | " + " | ".join(f"{n} seq" for n in counts) + " |")
+print("| --- | " + " | ".join("---" for _ in counts) + " |")
+with open(os.path.join(work, "batched.csv"), "w") as csv:
+    for f in files:
+        name = os.path.basename(f).removeprefix("gpt2-").removesuffix(".gguf")
+        cells = []
+        for n in counts:
+            a, b = tessera.get((f, n)), llama.get((f, n))
+            if a: csv.write(f"tessera,{name},{n},{statistics.median(a):.1f}\n")
+            if b: csv.write(f"llama.cpp,{name},{n},{statistics.median(b):.1f}\n")
+            if not a or not b: cells.append("n/a"); continue
+            a, b = statistics.median(a), statistics.median(b)
+            cells.append(f"{a:.1f} / {b:.1f} = **{a / b:.2f}x**")
+        print(f"| {name} | " + " | ".join(cells) + " |")
+EOF
+    python3 "$(dirname "$0")/plot_batched.py" "$work/batched.csv" "$work/batched.svg" \
+        "GPT-2 124M, $threads threads: aggregate decode (16-token prompts, tg$tg)"
+    echo "plot: $work/batched.svg"
+else
 python3 - "$work" "$rounds" "${files[@]}" <<'EOF'
 import json, os, re, statistics, sys
 work, rounds, files = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
@@ -98,4 +156,5 @@ for f in files:
     name = os.path.basename(f).removeprefix("gpt2-").removesuffix(".gguf")
     print(f"| {name} | " + " | ".join(cells) + " |")
 EOF
+fi
 echo "raw outputs in $work"

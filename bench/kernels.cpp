@@ -102,6 +102,28 @@ void BM_Gemm(benchmark::State& state) {
     });
 }
 
+// The same for a few rows of A (a batched decode step: one row per sequence) with W read cold,
+// as in gemv_benchmark: the kernel must stream W at the memory's rate while doing `tokens`
+// times the arithmetic of a GEMV.
+void BM_GemmFewRowsCold(benchmark::State& state) {
+    const auto tokens = static_cast<std::size_t>(state.range(0)), rows = static_cast<std::size_t>(state.range(1)),
+               cols = static_cast<std::size_t>(state.range(2));
+    const std::size_t copies = ((std::size_t{1} << 30) + rows * cols * 4 - 1) / (rows * cols * 4);
+    std::vector<Matrix> weights;
+    for (std::size_t i = 0; i < copies; ++i) {
+        weights.emplace_back(rows, cols);
+        fill(weights.back().data(), rows * cols);
+    }
+    Matrix a(tokens, cols), c(tokens, rows);
+    fill(a.data(), a.size());
+    std::size_t next = 0;
+    run_and_report(state, 4.0 * (tokens * cols + rows * cols + tokens * rows), 2.0 * tokens * rows * cols, [&] {
+        gemm(*g_cpu, a, weights[next], c);
+        next = (next + 1) % copies;
+        benchmark::DoNotOptimize(c.data());
+    });
+}
+
 void BM_LayerNorm(benchmark::State& state) {
     const auto tokens = static_cast<std::size_t>(state.range(0)), channels = static_cast<std::size_t>(state.range(1));
     Matrix x(tokens, channels), out(tokens, channels);
@@ -135,6 +157,9 @@ BENCHMARK(BM_Gemv)->Apply(weight_shapes);
 BENCHMARK(BM_GemvCold)->Apply(weight_shapes);
 BENCHMARK(BM_Gemm)
     ->ArgNames({"tokens", "rows", "cols"})
+    ->Args({4, 3072, 768})
+    ->Args({8, 3072, 768})
+    ->Args({16, 3072, 768})
     ->Args({512, 768, 768})
     ->Args({512, 2304, 768})
     ->Args({512, 3072, 768})
@@ -142,6 +167,11 @@ BENCHMARK(BM_Gemm)
     ->Args({512, 50257, 768})
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_GemmFewRowsCold)
+    ->ArgNames({"tokens", "rows", "cols"})
+    ->ArgsProduct({{2, 4, 8, 16}, {3072}, {768}})
+    ->Args({16, 768, 3072})
+    ->UseManualTime();
 BENCHMARK(BM_LayerNorm)->ArgNames({"tokens", "C"})->Args({1, 768})->Args({512, 768})->UseManualTime();
 
 BENCHMARK(BM_Gelu)->ArgNames({"n"})->Arg(3072)->Arg(512 * 3072)->UseManualTime();

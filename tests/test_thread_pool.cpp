@@ -82,3 +82,29 @@ TEST_CASE("A pool whose threads cannot all start throws instead of hanging", "[t
     });
     CHECK(code == 0);  // -1: killed by the alarm (a hang) or a crash
 }
+
+// A worker that finishes the last task of a job keeps scanning the other threads' blocks while
+// the caller already publishes the next job. Jobs of alternately 2 and 20 tasks give that
+// worker a stale claim that the next job's larger block would accept, and more threads than
+// cores let the caller be descheduled in the middle of publishing: each task must still run
+// exactly once per job (a task run twice counted one too many, and the caller, waiting for the
+// exact count, hung: seen in a batched benchmark). In a child with an alarm, so that a hang
+// fails instead of blocking the suite.
+TEST_CASE("Back-to-back jobs of different sizes run each task exactly once", "[thread_pool]") {
+    const int code = tessera::test::exit_code_with_address_space_headroom(std::size_t{1} << 30, 60, [] {
+        ThreadPool pool(5);
+        std::vector<std::atomic<int>> hits(20);
+        for (int job = 0; job < 200000; ++job) {
+            const std::size_t n = job % 2 ? 20 : 2;
+            for (std::size_t i = 0; i < n; ++i) hits[i].store(0, std::memory_order_relaxed);
+            pool.parallel_for(n, 1, [&](std::size_t begin, std::size_t end) {
+                for (std::size_t i = begin; i < end; ++i) hits[i].fetch_add(1, std::memory_order_relaxed);
+            });
+            for (std::size_t i = 0; i < n; ++i) {
+                if (hits[i].load() != 1) return 1;
+            }
+        }
+        return 0;
+    });
+    CHECK(code == 0);  // 1: a task ran twice or not at all; -1: hung (the alarm ended it)
+}

@@ -32,6 +32,7 @@
 #include <tessera/generation/completion_state.hpp>  // CompletionState, GenerationOptions
 #include <tessera/models/language_model.hpp>        // BatchingLanguageModel
 #include <tessera/models/sequence.hpp>              // SequenceState, SequenceTokens
+#include <tessera/sampling/sampler.hpp>             // DefaultSampler
 #include <tessera/text/bpe_tokenizer.hpp>           // BpeTokenizer
 
 namespace tessera {
@@ -42,7 +43,7 @@ struct BatchOptions {
     std::size_t prefill_chunk = 256;  // prompt tokens per step, all new prompts together
 };
 
-template <BatchingLanguageModel Model, class Sampler>
+template <BatchingLanguageModel Model, class Sampler = DefaultSampler>
 class BatchGenerator {
 public:
     using RequestId = std::uint64_t;
@@ -215,5 +216,8 @@ private:
     std::vector<Request*> stepped_;      // ... and their requests
     RequestId next_id_ = 1;
 };
+
+template <class Model>
+BatchGenerator(Model&, const BpeTokenizer&, const BatchOptions&) -> BatchGenerator<Model, DefaultSampler>;
 
 }  // namespace tessera

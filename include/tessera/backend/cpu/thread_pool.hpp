@@ -47,7 +47,9 @@ public:
                         " started): " + e.what());
         }
     }
-    static unsigned max_threads() noexcept { return 4 * std::max(1u, std::thread::hardware_concurrency()); }
+    static unsigned max_threads() noexcept {
+        return std::min(4 * std::max(1u, std::thread::hardware_concurrency()), max_tasks);  // a task per thread must fit a Block
+    }
     ~ThreadPool() { stop_workers(); }
     ThreadPool(const ThreadPool&) = delete;
     ThreadPool& operator=(const ThreadPool&) = delete;
@@ -82,7 +84,7 @@ public:
             return;
         }
         // Up to tasks_per_thread tasks per thread, whole chunks each.
-        const auto tasks = static_cast<unsigned>(std::min<std::size_t>(chunks, std::size_t{threads_} * tasks_per_thread));
+        const auto tasks = static_cast<unsigned>(std::min<std::size_t>({chunks, std::size_t{threads_} * tasks_per_thread, max_tasks}));
         const auto task = [&](unsigned i, unsigned thread) {
             const std::size_t begin = chunks * i / tasks * grain;
             const std::size_t end = std::min(n, chunks * (i + 1) / tasks * grain);
@@ -93,15 +95,18 @@ public:
 
 private:
     static constexpr unsigned tasks_per_thread = 4;
+    static constexpr unsigned max_tasks = 0xffff;  // a block's end and next task are 16 bits each
 
-    // One counter per thread: the job's generation (its low 32 bits) in the high half, the next
-    // unclaimed task of the thread's block in the low half. A claim is a compare-and-swap of
-    // both, so a thread that wakes late for an old job can never claim a task of a newer one.
+    // One word per thread: the job's generation (its low 32 bits) in the high half, then the
+    // end of the thread's block of tasks and the next unclaimed task (16 bits each). A claim is
+    // a compare-and-swap of the whole word, checked against the end in the same word: a thread
+    // that wakes late for an old job can never claim a task of a newer one, nor take an old
+    // claim against a newer job's end (with the end stored apart, a worker that had read the
+    // old word and then the new end could run a task of the new job twice: a hang, the caller
+    // waiting for an exact count).
     struct alignas(64) Block {
         std::atomic<std::uint64_t> next{0};
-        unsigned end = 0;  // one past the block's last task
     };
-
     // Runs task(i, thread) for every i in [0, tasks) and returns when all have finished.
     template <class Task>
     void run(unsigned tasks, Task& task) {
@@ -111,8 +116,8 @@ private:
         tasks_ = tasks;
         done_.store(0, std::memory_order_relaxed);
         for (unsigned t = 0; t < threads_; ++t) {
-            blocks_[t].end = static_cast<unsigned>(std::uint64_t{tasks} * (t + 1) / threads_);
-            blocks_[t].next.store(tag(generation) | (std::uint64_t{tasks} * t / threads_), std::memory_order_release);
+            const std::uint64_t first = std::uint64_t{tasks} * t / threads_, end = std::uint64_t{tasks} * (t + 1) / threads_;
+            blocks_[t].next.store(tag(generation) | end << 16 | first, std::memory_order_release);
         }
         generation_.store(generation, std::memory_order_release);
         generation_.notify_all();
@@ -123,15 +128,17 @@ private:
 
     static constexpr std::uint64_t low = 0xffffffffu;
     static std::uint64_t tag(std::uint64_t generation) noexcept { return generation << 32; }
+    static bool claimable(std::uint64_t c, std::uint64_t generation) noexcept {
+        return (c & ~low) == tag(generation) && (c & 0xffff) < ((c >> 16) & 0xffff);
+    }
 
     // Claims and runs tasks of job `generation`: the thread's own block first, then the others'.
     void work(unsigned thread, std::uint64_t generation) {
         for (unsigned k = 0; k < threads_; ++k) {
             Block& block = blocks_[(thread + k) % threads_];
-            for (std::uint64_t c = block.next.load(std::memory_order_acquire);
-                 (c & ~low) == tag(generation) && (c & low) < block.end;) {
+            for (std::uint64_t c = block.next.load(std::memory_order_acquire); claimable(c, generation);) {
                 if (!block.next.compare_exchange_weak(c, c + 1, std::memory_order_acq_rel)) continue;
-                call_(job_, static_cast<unsigned>(c & low), thread);
+                call_(job_, static_cast<unsigned>(c & 0xffff), thread);
                 if (done_.fetch_add(1, std::memory_order_acq_rel) + 1 == tasks_) done_.notify_one();
                 c = block.next.load(std::memory_order_acquire);
             }

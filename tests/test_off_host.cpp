@@ -80,3 +80,19 @@ TEST_CASE("The first decode step sizes its buffers before the step, not inside i
         CHECK(OffHost::buffers_made_in_steps == 0);
     });
 }
+
+// A backend without a copy kernel (the CUDA backend today) runs one sequence per step: a step
+// over two is refused with an error naming the backend, before anything runs.
+TEST_CASE("A backend without a copy kernel refuses a step over several sequences", "[gpt2][off-host]") {
+    OffHost off(1);
+    load_gpt2(off, test::gpt2_fixtures + "/tiny", [&](auto& model) {
+        auto a = model.new_sequence(), b = model.new_sequence();
+        const std::vector<TokenId> ids{1, 2};
+        const std::vector<SequenceTokens> two{{a.get(), ids}, {b.get(), ids}};
+        CHECK_THROWS_WITH(model.step(two), Catch::Contains("the off-host backend runs one sequence per step"));
+        CHECK(a->position() == 0);
+        const std::vector<SequenceTokens> one{{a.get(), ids}};
+        CHECK(model.step(one).size() == model.vocabulary_size());
+        CHECK(a->position() == 2);
+    });
+}

@@ -26,7 +26,7 @@ namespace tessera {
 
 struct GenerationOptions {
     std::size_t max_new_tokens = 128;
-    std::vector<std::string> stop;  // stop strings
+    std::vector<std::string> stop{};  // stop strings
     bool ignore_eos = false;
     bool context_shift = false;     // when the context is full, drop the oldest half and go on
     bool truncate_prompt = false;   // drop the oldest prompt tokens instead of failing on a long prompt

@@ -84,6 +84,18 @@ concept Backend = StorageBackend<B> && HasTransfers<B> && HasGemm<B> && HasGemv<
 template <class B>
 concept ReservesAttentionScratch = requires(B& b, std::size_t n) { b.reserve_attention(n, n); };
 
+// One sequence's operands of a batched attention (HasBatchedAttention).
+template <class B>
+struct AttentionOperands {
+    Tensor3View<const float, B> q, k, v;
+    Tensor3View<float, B> out;
+};
+
+// Optional: causal attention for several sequences in one call (each entry as
+// HasCausalAttention computes it, with the same results); a batched step uses it.
+template <class B>
+concept HasBatchedAttention = requires(B& b, std::span<const AttentionOperands<B>> each) { b.causal_attention(each); };
+
 // Optional: dst = src within the backend's memory. Models need it to run several sequences in
 // one step (each sequence's keys and values are copied into its own cache).
 template <class B>

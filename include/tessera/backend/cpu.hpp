@@ -10,6 +10,7 @@
 #include <type_traits>  // std::is_same_v
 #include <vector>     // std::vector
 
+#include <tessera/backend/backend.hpp>              // AttentionOperands
 #include <tessera/backend/cpu/aligned_buffer.hpp>   // AlignedBuffer
 #include <tessera/backend/cpu/attention.hpp>        // causal_attention
 #include <tessera/backend/cpu/elementwise.hpp>      // add, gelu
@@ -93,6 +94,21 @@ public:
                               q.extent(2));
     }
 
+    // Several sequences at once (a batched step): see cpu::causal_attention_each. The list of
+    // pointers lives in the backend, grown once, so that a step allocates nothing.
+    void causal_attention(std::span<const AttentionOperands<Cpu>> each) {
+        attention_list_.clear();
+        std::size_t most_q = 0, most_k = 0;
+        for (const auto& e : each) {
+            attention_list_.push_back({e.q.data(), e.k.data(), e.v.data(), e.out.data(), e.q.extent(0), e.k.extent(0)});
+            most_q = std::max(most_q, e.q.extent(0));
+            most_k = std::max(most_k, e.k.extent(0));
+        }
+        if (each.empty()) return;
+        reserve_attention(most_q, most_k);  // a no-op when the caller reserved
+        cpu::causal_attention_each(*pool_, scratch_, attention_list_, each[0].q.extent(1), each[0].q.extent(2));
+    }
+
     void gather_rows(MatrixView<const float, Cpu> table, std::span<const std::int32_t> ids, MatrixView<float, Cpu> out) {
         const std::size_t c = table.extent(1);
         for (std::size_t i = 0; i < ids.size(); ++i)
@@ -114,6 +130,7 @@ private:
 
     std::unique_ptr<cpu::ThreadPool> pool_;
     std::vector<cpu::AlignedBuffer<float>> scratch_;  // attention scores per thread, 64-byte aligned
+    std::vector<cpu::AttentionSequence> attention_list_;  // a batched step's sequences
 };
 
 }  // namespace tessera

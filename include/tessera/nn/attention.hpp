@@ -3,6 +3,7 @@
 // causal multi-head attention over the KV cache, output projection.
 #include <cstddef>  // std::size_t
 #include <string>   // std::string
+#include <vector>   // std::vector
 #include <span>     // std::span
 
 #include <tessera/backend/backend.hpp> // HasCopy
@@ -63,9 +64,20 @@ struct CausalSelfAttention {
             using E = Extents<dyn, H, head_dim>;
             return TensorView<float, E, Backend>(m.data(), E(m.extent(0), heads, m.extent(1) / heads));
         };
-        for (const CacheRows<Cache>& s : seqs) {
-            causal_attention(backend, split_heads(q.rows(s.row, s.count)), Cache::rows(s.cache->keys, 0, s.first + s.count),
-                             Cache::rows(s.cache->values, 0, s.first + s.count), split_heads(att.rows(s.row, s.count)));
+        if (seqs.size() == 1) {
+            const CacheRows<Cache>& s = seqs[0];
+            causal_attention(backend, split_heads(q), Cache::rows(s.cache->keys, 0, s.first + s.count),
+                             Cache::rows(s.cache->values, 0, s.first + s.count), split_heads(att));
+        } else {  // one call for all sequences (their operand list grows once per thread)
+            thread_local std::vector<AttentionOperands<Backend>> each;
+            each.clear();
+            for (const CacheRows<Cache>& s : seqs) {
+                each.push_back({input_operand<3, Backend>(split_heads(q.rows(s.row, s.count))),
+                                input_operand<3, Backend>(Cache::rows(s.cache->keys, 0, s.first + s.count)),
+                                input_operand<3, Backend>(Cache::rows(s.cache->values, 0, s.first + s.count)),
+                                output_operand<3, Backend>(split_heads(att.rows(s.row, s.count)))});
+            }
+            causal_attention(backend, std::span<const AttentionOperands<Backend>>(each));
         }
         proj(backend, att, out);
     }

@@ -1,11 +1,31 @@
 #pragma once
 // Causal multi-head attention over (positions, heads, head_dim) tensors.
-#include <tessera/backend/backend.hpp>  // Backend
+#include <span>  // std::span
+
+#include <tessera/backend/backend.hpp>  // Backend, AttentionOperands, HasBatchedAttention
 #include <tessera/core/error.hpp>       // ShapeError
 #include <tessera/core/extents.hpp>     // dims_may_match, check_dim, check_same_shape
 #include <tessera/ops/operands.hpp>     // input_operand, output_operand
 
 namespace tessera {
+
+namespace detail {
+template <class QV, class KV, class OV>
+void check_attention_operands(const QV& qv, const KV& kv, const KV& vv, const OV& ov) {
+    check_same_shape(vv.extents(), kv.extents(), "causal_attention", "v's shape", "k's shape");
+    check_same_shape(ov.extents(), qv.extents(), "causal_attention", "out's shape", "q's shape");
+    check_dim(qv.extent(1), kv.extent(1), "causal_attention", "q's head count", "k's head count");
+    check_dim(qv.extent(2), kv.extent(2), "causal_attention", "q's head_dim", "k's head_dim");
+    if (qv.extent(0) > kv.extent(0)) {
+        throw ShapeError("causal_attention: " + std::to_string(qv.extent(0)) + " queries but only " +
+                         std::to_string(kv.extent(0)) + " keys; the queries must be the last positions of the keys");
+    }
+    check_no_overlap(ov.data(), ov.size() * sizeof(float), kv.data(), kv.size() * sizeof(float), "causal_attention",
+                     "out", "k");
+    check_no_overlap(ov.data(), ov.size() * sizeof(float), vv.data(), vv.size() * sizeof(float), "causal_attention",
+                     "out", "v");
+}
+}  // namespace detail
 
 // out(Tq,H,D) = softmax(q·kᵀ/√D, causal) · v with k, v (Tk,H,D) and Tq <= Tk: the queries are
 // the last Tq positions (prefill: Tq = Tk; decoding with a KV cache: Tq = 1). out may be q.
@@ -23,19 +43,20 @@ void causal_attention(B& backend, const Q& q, const K& k, const V& v, Out&& out)
     const auto kv = input_operand<3, B>(k);
     const auto vv = input_operand<3, B>(v);
     const auto ov = output_operand<3, B>(out);
-    check_same_shape(vv.extents(), kv.extents(), "causal_attention", "v's shape", "k's shape");
-    check_same_shape(ov.extents(), qv.extents(), "causal_attention", "out's shape", "q's shape");
-    check_dim(qv.extent(1), kv.extent(1), "causal_attention", "q's head count", "k's head count");
-    check_dim(qv.extent(2), kv.extent(2), "causal_attention", "q's head_dim", "k's head_dim");
-    if (qv.extent(0) > kv.extent(0)) {
-        throw ShapeError("causal_attention: " + std::to_string(qv.extent(0)) + " queries but only " +
-                         std::to_string(kv.extent(0)) + " keys; the queries must be the last positions of the keys");
-    }
-    check_no_overlap(ov.data(), ov.size() * sizeof(float), kv.data(), kv.size() * sizeof(float), "causal_attention",
-                     "out", "k");
-    check_no_overlap(ov.data(), ov.size() * sizeof(float), vv.data(), vv.size() * sizeof(float), "causal_attention",
-                     "out", "v");
+    detail::check_attention_operands(qv, kv, vv, ov);
     backend.causal_attention(qv, kv, vv, ov);
+}
+
+// causal_attention for each entry (several sequences of a batched step, each over its own
+// keys), as one backend call where the backend has one (HasBatchedAttention).
+template <Backend B>
+void causal_attention(B& backend, std::span<const AttentionOperands<B>> each) {
+    for (const AttentionOperands<B>& e : each) detail::check_attention_operands(e.q, e.k, e.v, e.out);
+    if constexpr (HasBatchedAttention<B>) {
+        backend.causal_attention(each);
+    } else {
+        for (const AttentionOperands<B>& e : each) backend.causal_attention(e.q, e.k, e.v, e.out);
+    }
 }
 
 }  // namespace tessera

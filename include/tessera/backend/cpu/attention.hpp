@@ -1,6 +1,6 @@
 #pragma once
 // Causal multi-head attention on the host, exact softmax (scores kept, not streamed).
-#include <algorithm>   // std::max
+#include <algorithm>   // std::max, std::all_of
 #include <cmath>       // std::sqrt, INFINITY
 #include <span>        // std::span
 
@@ -19,6 +19,29 @@ inline std::size_t attention_scratch_floats(std::size_t tq, std::size_t tk) noex
     return tq >= attention_block_queries ? tq * tk : tk;
 }
 
+// Query i (at position tk - tq + i) of head h over keys 0..its position: the per-query path.
+// `scores` holds tk floats.
+inline void attend_one(const float* q, const float* k, const float* v, float* out, std::size_t tq, std::size_t tk,
+                       std::size_t heads, std::size_t dim, std::size_t i, std::size_t h, float* scores) {
+    const auto d = static_cast<Eigen::Index>(dim);
+    const float scale = 1.0f / std::sqrt(static_cast<float>(dim));
+    const std::size_t row = heads * dim;  // stride between positions
+    const std::size_t last = tk - tq + i;  // last visible key
+    const ConstVectorMap qi(q + i * row + h * dim, d);
+    float max_score = -INFINITY;
+    for (std::size_t j = 0; j <= last; ++j) {
+        scores[j] = scale * qi.dot(ConstVectorMap(k + j * row + h * dim, d));
+        max_score = std::max(max_score, scores[j]);
+    }
+    ArrayMap p(scores, static_cast<Eigen::Index>(last + 1));
+    p = (p - max_score).exp();
+    const float inv_sum = 1.0f / p.sum();
+    VectorMap o(out + i * row + h * dim, d);
+    o.setZero();
+    for (std::size_t j = 0; j <= last; ++j) o += scores[j] * ConstVectorMap(v + j * row + h * dim, d);
+    o *= inv_sum;
+}
+
 // q(tq, heads, dim), k and v (tk, heads, dim), out(tq, heads, dim); query i is at position
 // tk - tq + i and attends keys 0..that position. `scratch` holds one score row (tk floats) per
 // thread, sized by the caller so that this kernel never allocates, and aligned alike: Eigen's
@@ -28,7 +51,6 @@ inline std::size_t attention_scratch_floats(std::size_t tq, std::size_t tk) noex
 [[gnu::noinline]] inline void causal_attention(ThreadPool& pool, std::span<AlignedBuffer<float>> scratch, const float* q, const float* k,
                              const float* v, float* out, std::size_t tq, std::size_t tk, std::size_t heads,
                              std::size_t dim) {
-    const auto d = static_cast<Eigen::Index>(dim);
     const float scale = 1.0f / std::sqrt(static_cast<float>(dim));
     const std::size_t row = heads * dim;  // stride between positions
     if (tq >= attention_block_queries) {
@@ -55,24 +77,35 @@ inline std::size_t attention_scratch_floats(std::size_t tq, std::size_t tk) noex
         return;
     }
     pool.parallel_for(tq * heads, 1, [&](std::size_t begin, std::size_t end, unsigned thread) {
-        float* scores = scratch[thread].data();
         for (std::size_t task = begin; task < end; ++task) {
-            const std::size_t i = task / heads;
-            const std::size_t h = task % heads;
-            const std::size_t last = tk - tq + i;  // last visible key
-            const ConstVectorMap qi(q + i * row + h * dim, d);
-            float max_score = -INFINITY;
-            for (std::size_t j = 0; j <= last; ++j) {
-                scores[j] = scale * qi.dot(ConstVectorMap(k + j * row + h * dim, d));
-                max_score = std::max(max_score, scores[j]);
-            }
-            ArrayMap p(scores, static_cast<Eigen::Index>(last + 1));
-            p = (p - max_score).exp();
-            const float inv_sum = 1.0f / p.sum();
-            VectorMap o(out + i * row + h * dim, d);
-            o.setZero();
-            for (std::size_t j = 0; j <= last; ++j) o += scores[j] * ConstVectorMap(v + j * row + h * dim, d);
-            o *= inv_sum;
+            attend_one(q, k, v, out, tq, tk, heads, dim, task / heads, task % heads, scratch[thread].data());
+        }
+    });
+}
+
+// One sequence's operands in causal_attention_each.
+struct AttentionSequence {
+    const float* q;
+    const float* k;
+    const float* v;
+    float* out;
+    std::size_t tq, tk;
+};
+
+// causal_attention for each sequence (the same heads and dim), with the same results. When
+// every sequence has one query (a batched decode step) all their (sequence, head) pairs are one
+// job for the pool instead of one job per sequence: each job is a few microseconds of work.
+inline void causal_attention_each(ThreadPool& pool, std::span<AlignedBuffer<float>> scratch,
+                                  std::span<const AttentionSequence> each, std::size_t heads, std::size_t dim) {
+    const bool one_query_each = std::all_of(each.begin(), each.end(), [](const AttentionSequence& s) { return s.tq == 1; });
+    if (!one_query_each) {
+        for (const AttentionSequence& s : each) causal_attention(pool, scratch, s.q, s.k, s.v, s.out, s.tq, s.tk, heads, dim);
+        return;
+    }
+    pool.parallel_for(each.size() * heads, 1, [&](std::size_t begin, std::size_t end, unsigned thread) {
+        for (std::size_t task = begin; task < end; ++task) {
+            const AttentionSequence& s = each[task / heads];
+            attend_one(s.q, s.k, s.v, s.out, 1, s.tk, heads, dim, 0, task % heads, scratch[thread].data());
         }
     });
 }

@@ -8,6 +8,7 @@ packages=(
   libeigen3-dev           # the CPU backend's arithmetic
   nlohmann-json3-dev      # the examples' JSON output; tests compare the JSON reader with it
   libcli11-dev            # command-line flags of the examples
+  libcpp-httplib-dev pkg-config  # examples/server's HTTP (found through pkg-config)
   curl                    # scripts/run.sh: downloading GPT-2
   catch2                  # unit tests (Catch2 v2.13)
   libbenchmark-dev        # microbenchmarks (Google Benchmark)
@@ -21,6 +22,9 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
 done
+# The server tests' client (tests/server: the openai npm package) runs on node; machines of this
+# project have node 20, a bare Debian gets its own.
+command -v npm >/dev/null 2>&1 || missing+=(nodejs npm)
 if ((${#missing[@]})); then
   echo "installing: ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive

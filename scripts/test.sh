@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# The test command: installs what is missing, builds everything (CUDA code too when nvcc
-# exists), runs every test (CUDA tests report themselves skipped without a GPU), then runs each
-# libFuzzer harness for 30 s from its committed seeds.
+# The test command: installs what is missing (Debian packages; the server tests' npm client),
+# builds everything (CUDA code too when nvcc exists), runs every test (CUDA tests report
+# themselves skipped without a GPU), then runs each libFuzzer harness for 25 s from its seeds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
+npm ci --prefix tests/server --no-audit --no-fund  # the openai client the server tests use (locked version)
 source scripts/cuda-env.sh
 jobs=$(nproc)
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
 cmake --build build --parallel "$jobs"
 ctest --test-dir build --output-on-failure --parallel "$jobs"
-scripts/fuzz.sh 30
+scripts/fuzz.sh 25

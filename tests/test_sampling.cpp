@@ -6,6 +6,7 @@
 #include <random>
 #include <vector>
 
+#include <tessera/sampling/log_probabilities.hpp>
 #include <tessera/sampling/sampler.hpp>
 
 using namespace tessera;
@@ -223,4 +224,42 @@ TEST_CASE("TopP's selection equals the sorted definition", "[sampling]") {
         INFO("round " << round << ", V " << v << ", p " << p);
         REQUIRE(differ == 0);
     }
+}
+
+TEST_CASE("LogitBias adds OpenAI's bias, refuses what it cannot apply", "[sampling]") {
+    std::vector<float> l = {1, 2, removed_logit, 4};
+    LogitBias({{0, 3.5f}, {2, 100.0f}, {3, -100.0f}}).apply(l, no_history);
+    CHECK(l[0] == 4.5f);
+    CHECK(l[1] == 2.0f);
+    CHECK(l[2] == removed_logit);  // a removed token stays removed
+    CHECK(l[3] == -96.0f);
+    CHECK_THROWS_WITH(LogitBias({{1, 100.5f}}), Catch::Contains("logit_bias for token 1") && Catch::Contains("[-100, 100]"));
+    CHECK_THROWS_WITH(LogitBias({{1, NAN}}), Catch::Contains("logit_bias for token 1"));
+    CHECK_THROWS_WITH(LogitBias({{-1, 1.0f}}), Catch::Contains("negative"));
+    CHECK_THROWS_WITH(LogitBias({{4, 1.0f}}).apply(l, no_history), Catch::Contains("token 4") && Catch::Contains("4 tokens"));
+    // Through the default chain: +100 on a token makes greedy pick it.
+    SamplingParams params;
+    params.temperature = 0;
+    params.logit_bias = {{1, 100.0f}};
+    std::vector<float> logits = {5, 0, 3};
+    CHECK(make_sampler(params).sample(logits, no_history) == 1);
+}
+
+TEST_CASE("token_logprob is the log-softmax, with the most likely tokens in order", "[sampling]") {
+    const std::vector<float> l = log_probs({0.1, 0.4, 0.2, 0.3});
+    const TokenLogprob r = token_logprob(l, 2, 3);
+    CHECK(r.token == 2);
+    CHECK(r.logprob == Approx(std::log(0.2)).margin(1e-6));
+    REQUIRE(r.top.size() == 3);
+    CHECK(r.top[0].first == 1);
+    CHECK(r.top[1].first == 3);
+    CHECK(r.top[2].first == 2);
+    CHECK(r.top[0].second == Approx(std::log(0.4)).margin(1e-6));
+    // Shifting every logit changes nothing; ties keep the lower id first; top 0 lists none.
+    std::vector<float> shifted = {1000, 1001, 1001, 999};
+    const TokenLogprob s = token_logprob(shifted, 0, 2);
+    CHECK(s.top[0].first == 1);
+    CHECK(s.top[1].first == 2);
+    CHECK(s.logprob == Approx(1000 - (1001 + std::log(2 + std::exp(-1.0) + std::exp(-2.0)))).margin(1e-4));
+    CHECK(token_logprob(l, 0, 0).top.empty());
 }

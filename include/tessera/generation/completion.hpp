@@ -5,7 +5,8 @@
 #include <string>   // std::string
 #include <vector>   // std::vector
 
-#include <tessera/core/token_id.hpp>  // TokenId
+#include <tessera/core/token_id.hpp>               // TokenId
+#include <tessera/sampling/log_probabilities.hpp>  // TokenLogprob
 
 namespace tessera {
 
@@ -44,6 +45,7 @@ struct Completion {
     std::size_t decode_steps = 0;
     std::uint64_t seed = 0;
     std::string error;                // why it failed (StopReason::error)
+    std::vector<TokenLogprob> logprobs;  // one per token of `tokens` when GenerationOptions::logprobs asks
 
     double prefill_tokens_per_second() const noexcept { return prefill_seconds > 0 ? prompt_tokens / prefill_seconds : 0; }
     // The model alone: decode steps per second of decode_seconds.

@@ -11,6 +11,7 @@
 #include <chrono>       // std::chrono::steady_clock
 #include <cstddef>      // std::size_t
 #include <span>         // std::span
+#include <optional>     // std::optional
 #include <string>       // std::string
 #include <string_view>  // std::string_view
 #include <vector>       // std::vector
@@ -18,6 +19,7 @@
 #include <tessera/core/error.hpp>               // ArgumentError
 #include <tessera/core/token_id.hpp>            // TokenId
 #include <tessera/generation/completion.hpp>    // Completion, StopReason
+#include <tessera/sampling/log_probabilities.hpp>  // token_logprob
 #include <tessera/generation/stop_strings.hpp>  // StopStrings
 #include <tessera/text/bpe_tokenizer.hpp>       // BpeTokenizer, SpecialTokens
 #include <tessera/text/stream_decoder.hpp>      // StreamDecoder
@@ -31,6 +33,9 @@ struct GenerationOptions {
     bool context_shift = false;     // when the context is full, drop the oldest half and go on
     bool truncate_prompt = false;   // drop the oldest prompt tokens instead of failing on a long prompt
     SpecialTokens prompt_special_tokens = SpecialTokens::as_text;
+    // Report each generated token's log-probability under the model (its logits before the
+    // sampling parameters) with this many most likely alternatives (Completion::logprobs).
+    std::optional<std::size_t> logprobs{};
 };
 
 template <class Sampler>
@@ -48,6 +53,7 @@ public:
           context_(std::move(prompt)),
           n_ctx_(context),
           max_new_tokens_(options.max_new_tokens),
+          logprobs_(options.logprobs),
           ignore_eos_(options.ignore_eos),
           context_shift_(options.context_shift) {
         c_.seed = sampler.rng().seed();
@@ -98,6 +104,7 @@ public:
         c_.sampling_seconds += std::chrono::duration<double>(clock::now() - t0).count();
         if (const auto eos = tokenizer_->eos_id(); eos && token == *eos && !ignore_eos_) return stop(StopReason::eos, on_text);
         c_.tokens.push_back(token);
+        if (logprobs_) c_.logprobs.push_back(token_logprob(logits, token, *logprobs_));
         context_.push_back(token);
         const std::size_t before = text_.size();
         text_ += stream_.push(token);
@@ -170,6 +177,7 @@ private:
     std::size_t shown_ = 0;         // bytes of text_ already given to on_text
     std::size_t n_ctx_;
     std::size_t max_new_tokens_;
+    std::optional<std::size_t> logprobs_;
     bool ignore_eos_, context_shift_;
     bool decoding_ = false;  // pending: the last sampled token (else: the whole context)
     std::size_t run_ = 0;    // of the pending tokens, how many ran

@@ -1,6 +1,6 @@
 #pragma once
 // The logit processors: Temperature, TopK, TopP, MinP, RepetitionPenalty, PresencePenalty,
-// FrequencyPenalty, NoRepeatNgram. Each validates its parameters on construction
+// FrequencyPenalty, NoRepeatNgram, LogitBias. Each validates its parameters on construction
 // (ArgumentError naming the parameter) and is a LogitProcessor.
 #include <algorithm>      // std::push_heap, std::max_element, std::clamp, std::count, std::find
 #include <functional>     // std::greater
@@ -9,6 +9,7 @@
 #include <limits>         // std::numeric_limits
 #include <span>           // std::span
 #include <string>         // std::to_string
+#include <utility>        // std::pair, std::move
 #include <vector>         // std::vector
 
 #include <tessera/core/error.hpp>              // ArgumentError
@@ -215,6 +216,33 @@ public:
 
 private:
     long n_;
+};
+
+// OpenAI's logit_bias: adds a fixed bias to chosen tokens' logits (in [-100, 100]: -100 bans a
+// token in practice, +100 all but forces it). A token beyond the vocabulary is an error when the
+// logits arrive (the processor does not know the vocabulary); a removed token stays removed.
+class LogitBias {
+public:
+    using Entry = std::pair<TokenId, float>;
+    LogitBias() = default;
+    explicit LogitBias(std::vector<Entry> bias) : bias_(std::move(bias)) {
+        for (const auto& [token, b] : bias_) {
+            detail::require(token >= 0, "logit_bias names token " + std::to_string(token) + ", which is negative");
+            detail::require(std::isfinite(b) && b >= -100 && b <= 100, "logit_bias for token " + std::to_string(token) +
+                                                                           " must be in [-100, 100], got " + std::to_string(b));
+        }
+    }
+    void apply(std::span<float> logits, std::span<const TokenId>) const {
+        for (const auto& [token, b] : bias_) {
+            const auto i = static_cast<std::size_t>(token);
+            detail::require(i < logits.size(), "logit_bias names token " + std::to_string(token) + " but the vocabulary has " +
+                                                   std::to_string(logits.size()) + " tokens");
+            if (logits[i] != removed_logit) logits[i] += b;
+        }
+    }
+
+private:
+    std::vector<Entry> bias_;
 };
 
 }  // namespace tessera

@@ -3,11 +3,11 @@
 // lists them, then the selector picks a token. The order is part of the type, so two samplers
 // that differ in it are different types; runtime parameters live in each stage.
 //
-// SamplingParams builds the default chain used by the command line:
-//   repetition penalty -> presence/frequency penalty -> no-repeat-ngram   (history-based edits)
+// SamplingParams builds the default chain used by the command line and the server:
+//   logit bias -> repetition penalty -> presence/frequency penalty -> no-repeat-ngram   (history-based edits)
 //   -> temperature -> top-k -> top-p -> min-p                             (reshape, then truncate)
 //   -> multinomial draw (greedy when temperature is 0)
-// Penalties come first because they are defined on the raw logits (CTRL, OpenAI); temperature
+// The bias and the penalties come first because they are defined on the raw logits (OpenAI, CTRL); temperature
 // comes before the truncations so that top-p and min-p see the distribution that will be
 // sampled, as in Hugging Face's and llama.cpp's default order.
 #include <algorithm>  // std::any_of
@@ -21,6 +21,7 @@
 #include <string>   // std::to_string
 #include <tuple>    // std::tuple, std::apply
 #include <utility>  // std::move
+#include <vector>   // std::vector
 
 #include <tessera/core/error.hpp>                // Error
 #include <tessera/sampling/logit_processor.hpp>  // LogitProcessor
@@ -75,15 +76,16 @@ struct SamplingParams {
     float frequency_penalty = 0.0f;            // 0: off
     long no_repeat_ngram = 0;                  // 0: off
     std::optional<std::uint64_t> seed;         // none: a random seed, reported by the sampler's rng()
+    std::vector<LogitBias::Entry> logit_bias{};  // (token, bias in [-100, 100]) added to the raw logits
 };
 
-using DefaultSampler = Sampler<Multinomial, RepetitionPenalty, PresenceFrequencyPenalty, NoRepeatNgram, Temperature,
+using DefaultSampler = Sampler<Multinomial, LogitBias, RepetitionPenalty, PresenceFrequencyPenalty, NoRepeatNgram, Temperature,
                                TopK, TopP, MinP>;
 
 // The default chain for `params`; throws ArgumentError naming the first invalid parameter.
 inline DefaultSampler make_sampler(const SamplingParams& params) {
     const std::uint64_t seed = params.seed ? *params.seed : (std::uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
-    return DefaultSampler(Rng(seed), Multinomial{}, RepetitionPenalty(params.repetition_penalty, params.repeat_last_n),
+    return DefaultSampler(Rng(seed), Multinomial{}, LogitBias(params.logit_bias), RepetitionPenalty(params.repetition_penalty, params.repeat_last_n),
                           PresenceFrequencyPenalty(params.presence_penalty, params.frequency_penalty, params.repeat_last_n),
                           NoRepeatNgram(params.no_repeat_ngram), Temperature(params.temperature), TopK(params.top_k),
                           TopP(params.top_p), MinP(params.min_p));

@@ -1,0 +1,258 @@
+#pragma once
+// OpenAI's completions API as the server speaks it: a request body checked field by field into
+// a CompletionRequest (an ApiError naming the parameter otherwise), and the JSON of responses,
+// stream chunks and errors. No HTTP here, so that all of it can be read (and tested) alone.
+#include <nlohmann/json.hpp>
+
+#include <cmath>        // std::isfinite
+#include <cstddef>      // std::size_t
+#include <cstdint>      // std::uint64_t
+#include <limits>       // std::numeric_limits
+#include <optional>     // std::optional
+#include <stdexcept>    // std::runtime_error
+#include <string>       // std::string, std::to_string
+#include <string_view>  // std::string_view
+#include <utility>      // std::move, std::cmp_less_equal
+#include <vector>       // std::vector
+
+#include "../command_line.hpp"  // parse_whole_number
+
+#include <tessera/core/error.hpp>                   // ArgumentError
+#include <tessera/generation/completion.hpp>        // Completion, StopReason
+#include <tessera/generation/completion_state.hpp>  // GenerationOptions
+#include <tessera/generation/stop_strings.hpp>      // StopStrings
+#include <tessera/sampling/sampler.hpp>             // SamplingParams, make_sampler
+#include <tessera/text/bpe_tokenizer.hpp>           // BpeTokenizer
+
+namespace tessera::server {
+
+using nlohmann::json;
+
+// An error a client gets as OpenAI's error object with an HTTP status.
+struct ApiError : std::runtime_error {
+    ApiError(int status_, std::string message, std::string param_ = {}, std::string type_ = "invalid_request_error")
+        : std::runtime_error(std::move(message)), status(status_), param(std::move(param_)), type(std::move(type_)) {}
+    int status;
+    std::string param;  // the request field at fault ("" when none)
+    std::string type;
+};
+
+inline json error_body(std::string_view message, std::string_view type, std::string_view param = {}) {
+    return {{"error",
+             {{"message", message}, {"type", type}, {"param", param.empty() ? json(nullptr) : json(param)}, {"code", nullptr}}}};
+}
+
+// Text for JSON: bytes that are not UTF-8 (a token cut inside a character) become U+FFFD.
+inline std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+// What the server allows beyond the model's own limits.
+struct RequestLimits {
+    std::size_t max_choices = 16;     // prompts x n in one request
+    std::size_t max_stop = 16;        // stop strings
+    std::size_t max_logprobs = 20;    // alternatives per token
+    std::size_t max_tokens = 1 << 20; // max_tokens
+};
+
+struct CompletionRequest {
+    std::vector<std::vector<TokenId>> prompts;  // each prompt's ids
+    std::vector<std::string> prompt_texts;      // each prompt as text (for echo)
+    std::size_t n = 1;                          // choices per prompt
+    bool stream = false, include_usage = false, echo = false;
+    GenerationOptions generation;
+    SamplingParams sampling;  // the seed of choice i of a prompt is seed + i
+    std::string user;
+    std::size_t choices() const noexcept { return prompts.size() * n; }
+};
+
+namespace detail {
+
+inline const json* field(const json& body, const char* name) {
+    const auto it = body.find(name);
+    return it == body.end() || it->is_null() ? nullptr : &*it;
+}
+
+inline ApiError invalid(const std::string& param, const std::string& message) {
+    return ApiError(400, "'" + param + "' " + message, param);
+}
+
+template <class T>
+T integer(const json& v, const std::string& param, T lo, T hi) {
+    // Whole numbers only (16.0 and "16" are not max_tokens); out-of-range values are named,
+    // never wrapped or clamped. nlohmann keeps non-negative integers unsigned, negative signed.
+    if (!v.is_number_integer()) throw invalid(param, "must be an integer, got " + dump(v));
+    const auto in = [&](auto x) { return std::cmp_greater_equal(x, lo) && std::cmp_less_equal(x, hi); };
+    if (v.is_number_unsigned() ? !in(v.get<std::uint64_t>()) : !in(v.get<std::int64_t>())) {
+        throw invalid(param, "must be from " + std::to_string(lo) + " to " + std::to_string(hi) + ", got " + dump(v));
+    }
+    return v.is_number_unsigned() ? static_cast<T>(v.get<std::uint64_t>()) : static_cast<T>(v.get<std::int64_t>());
+}
+
+inline double number(const json& v, const std::string& param, double lo, bool lo_open, double hi) {
+    if (!v.is_number()) throw invalid(param, "must be a number, got " + dump(v));
+    const double x = v.get<double>();
+    if (!std::isfinite(x) || (lo_open ? x <= lo : x < lo) || x > hi) {
+        throw invalid(param, "must be in " + std::string(lo_open ? "(" : "[") + dump(json(lo)) + ", " +
+                                 (std::isfinite(hi) ? dump(json(hi)) + "]" : "infinity)") + ", got " + dump(v));
+    }
+    return x;
+}
+
+inline bool boolean(const json& v, const std::string& param) {
+    if (!v.is_boolean()) throw invalid(param, "must be true or false, got " + dump(v));
+    return v.get<bool>();
+}
+
+inline std::string text(const json& v, const std::string& param) {
+    if (!v.is_string()) throw invalid(param, "must be a string, got " + dump(v));
+    return v.get<std::string>();
+}
+
+inline std::vector<TokenId> token_ids(const json& v, const std::string& param, std::size_t vocab) {
+    std::vector<TokenId> ids;
+    for (std::size_t i = 0; i < v.size(); ++i) {
+        ids.push_back(integer<TokenId>(v[i], param + "[" + std::to_string(i) + "]", 0, static_cast<TokenId>(vocab - 1)));
+    }
+    return ids;
+}
+
+}  // namespace detail
+
+// The request body of POST /v1/completions, checked against the tokenizer (token ids, logit_bias
+// keys) and the sequence context (prompt length). Unknown fields are ignored, as OpenAI's
+// compatible servers do; fields this server cannot honour are refused, never ignored.
+inline CompletionRequest parse_completion_request(const json& body, const BpeTokenizer& tokenizer, std::size_t context,
+                                                  const RequestLimits& limits) {
+    using namespace detail;
+    if (!body.is_object()) throw ApiError(400, "the request body must be a JSON object");
+    CompletionRequest r;
+    const std::size_t vocab = tokenizer.vocab_size();
+
+    // prompt: a string, an array of strings, an array of token ids, or an array of those.
+    const json* prompt = field(body, "prompt");
+    if (!prompt) throw invalid("prompt", "is required");
+    const auto add_text = [&](const json& p, const std::string& param) {
+        r.prompt_texts.push_back(text(p, param));
+        r.prompts.push_back(tokenizer.encode(r.prompt_texts.back()));
+    };
+    const auto add_ids = [&](const json& p, const std::string& param) {
+        r.prompts.push_back(token_ids(p, param, vocab));
+        r.prompt_texts.push_back(tokenizer.decode(r.prompts.back()));
+    };
+    if (prompt->is_string()) {
+        add_text(*prompt, "prompt");
+    } else if (prompt->is_array() && !prompt->empty() && (*prompt)[0].is_number()) {
+        add_ids(*prompt, "prompt");
+    } else if (prompt->is_array() && !prompt->empty()) {
+        for (std::size_t i = 0; i < prompt->size(); ++i) {
+            const json& p = (*prompt)[i];
+            const std::string param = "prompt[" + std::to_string(i) + "]";
+            if (p.is_string()) {
+                add_text(p, param);
+            } else if (p.is_array()) {
+                add_ids(p, param);
+            } else {
+                throw invalid(param, "must be a string or an array of token ids, got " + dump(p));
+            }
+        }
+    } else {
+        throw invalid("prompt", "must be a string, an array of strings or token ids, or an array of token id arrays (not empty)");
+    }
+
+    if (const json* v = field(body, "model")) (void)text(*v, "model");  // any name: one model is served
+    if (const json* v = field(body, "user")) r.user = text(*v, "user");
+    r.generation.max_new_tokens = 16;  // OpenAI's default
+    if (const json* v = field(body, "max_tokens")) r.generation.max_new_tokens = integer<std::size_t>(*v, "max_tokens", 0, limits.max_tokens);
+    if (const json* v = field(body, "n")) r.n = integer<std::size_t>(*v, "n", 1, limits.max_choices);
+    if (r.choices() > limits.max_choices) {
+        throw invalid("n", "times the number of prompts is " + std::to_string(r.choices()) + "; this server takes at most " +
+                               std::to_string(limits.max_choices) + " choices per request");
+    }
+    if (const json* v = field(body, "stream")) r.stream = boolean(*v, "stream");
+    if (const json* v = field(body, "stream_options")) {
+        if (!v->is_object()) throw invalid("stream_options", "must be an object");
+        if (const json* u = field(*v, "include_usage")) r.include_usage = boolean(*u, "stream_options.include_usage");
+    }
+    if (const json* v = field(body, "echo")) r.echo = boolean(*v, "echo");
+    if (const json* v = field(body, "stop")) {
+        if (v->is_string()) {
+            r.generation.stop.push_back(v->get<std::string>());
+        } else if (v->is_array() && v->size() <= limits.max_stop) {
+            for (std::size_t i = 0; i < v->size(); ++i) r.generation.stop.push_back(text((*v)[i], "stop[" + std::to_string(i) + "]"));
+        } else {
+            throw invalid("stop", "must be a string or an array of at most " + std::to_string(limits.max_stop) + " strings");
+        }
+        try {
+            (void)StopStrings(r.generation.stop);
+        } catch (const ArgumentError& e) {
+            throw invalid("stop", e.what());
+        }
+    }
+    if (const json* v = field(body, "logprobs")) {
+        r.generation.logprobs = integer<std::size_t>(*v, "logprobs", 0, limits.max_logprobs);
+        if (r.echo) throw invalid("logprobs", "with echo is not supported (log-probabilities of prompt tokens)");
+    }
+    if (const json* v = field(body, "suffix")) throw invalid("suffix", "is not supported (GPT-2 only continues text), got " + dump(*v));
+    if (const json* v = field(body, "best_of"); v && integer<std::size_t>(*v, "best_of", 1, limits.max_choices) != r.n) {
+        throw invalid("best_of", "other than n is not supported");
+    }
+
+    SamplingParams& s = r.sampling;
+    if (const json* v = field(body, "temperature")) s.temperature = static_cast<float>(number(*v, "temperature", 0, false, 2));
+    if (const json* v = field(body, "top_p")) s.top_p = number(*v, "top_p", 0, true, 1);
+    if (const json* v = field(body, "top_k")) s.top_k = integer<long>(*v, "top_k", 0, static_cast<long>(vocab));
+    if (const json* v = field(body, "min_p")) s.min_p = number(*v, "min_p", 0, false, 1);
+    if (const json* v = field(body, "presence_penalty")) s.presence_penalty = static_cast<float>(number(*v, "presence_penalty", -2, false, 2));
+    if (const json* v = field(body, "frequency_penalty")) s.frequency_penalty = static_cast<float>(number(*v, "frequency_penalty", -2, false, 2));
+    if (const json* v = field(body, "repetition_penalty")) {
+        s.repetition_penalty = static_cast<float>(number(*v, "repetition_penalty", 0, true, std::numeric_limits<float>::max()));
+    }
+    if (const json* v = field(body, "seed")) s.seed = integer<std::uint64_t>(*v, "seed", 0, std::numeric_limits<std::uint64_t>::max());
+    if (const json* v = field(body, "logit_bias")) {
+        if (!v->is_object()) throw invalid("logit_bias", "must be an object mapping token ids to biases");
+        for (const auto& [key, bias] : v->items()) {
+            const std::string param = "logit_bias." + key;
+            const auto id = cli::parse_whole_number<TokenId>(key, 0, static_cast<TokenId>(vocab - 1));
+            if (!id) throw invalid(param, "names no token: keys are token ids from 0 to " + std::to_string(vocab - 1));
+            s.logit_bias.emplace_back(*id, static_cast<float>(number(bias, param, -100, false, 100)));
+        }
+    }
+    try {
+        (void)make_sampler(s);  // the sampler's own checks, as the command line runs them
+    } catch (const ArgumentError& e) {
+        throw ApiError(400, e.what());
+    }
+    for (std::size_t i = 0; i < r.prompts.size(); ++i) {
+        if (r.prompts[i].size() >= context) {
+            throw invalid(r.prompts.size() == 1 ? "prompt" : "prompt[" + std::to_string(i) + "]",
+                          "has " + std::to_string(r.prompts[i].size()) + " tokens but a sequence holds " + std::to_string(context) +
+                              " (one must be left for the answer)");
+        }
+    }
+    return r;
+}
+
+// OpenAI's finish_reason: "stop" for the end-of-text token or a stop string, "length" for the
+// token budget or a full context.
+inline const char* finish_reason(StopReason why) {
+    return why == StopReason::eos || why == StopReason::stop_string ? "stop" : "length";
+}
+
+// OpenAI's logprobs object for the tokens [from, to) of a completion whose text starts at
+// byte `offset` of the choice's text.
+inline json logprobs_json(const Completion& c, std::size_t from, std::size_t to, std::size_t offset, const BpeTokenizer& tokenizer) {
+    json tokens = json::array(), logprobs = json::array(), top = json::array(), offsets = json::array();
+    for (std::size_t i = from; i < to && i < c.logprobs.size(); ++i) {
+        const TokenLogprob& t = c.logprobs[i];
+        const std::string& bytes = tokenizer.token_bytes(t.token);
+        tokens.push_back(bytes);
+        logprobs.push_back(t.logprob);
+        json alternatives = json::object();
+        for (const auto& [id, lp] : t.top) alternatives[tokenizer.token_bytes(id)] = lp;
+        top.push_back(std::move(alternatives));
+        offsets.push_back(offset);
+        offset += bytes.size();
+    }
+    return {{"tokens", tokens}, {"token_logprobs", logprobs}, {"top_logprobs", top}, {"text_offset", offsets}};
+}
+
+}  // namespace tessera::server

@@ -1,0 +1,459 @@
+// server: an OpenAI-compatible HTTP server for GPT-2 checkpoints, decoding many requests together.
+//
+//   server --model models/gpt2 --parallel 8 --port 8080
+//   curl http://127.0.0.1:8080/v1/completions -d '{"prompt": "Hello", "max_tokens": 16, "stream": true}'
+//
+// POST /v1/completions (OpenAI's fields; streamed as server-sent events), GET /v1/models,
+// GET /health, POST /tokenize, POST /detokenize. Requests are decoded together by one engine
+// thread (engine.hpp); HTTP threads parse, wait and write. The port opens before the model is
+// loaded, so that /health can say "loading". SIGTERM or SIGINT: stop accepting, let what runs
+// finish for --shutdown-grace seconds, cancel the rest, exit 0.
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <pthread.h>  // pthread_sigmask
+#include <signal.h>   // sigwait, SIGTERM, SIGINT, SIGPIPE
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <iostream>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../command_line.hpp"
+#include "engine.hpp"
+#include "openai_api.hpp"
+
+#include <tessera/models/open_gpt2_on.hpp>
+#include <tessera/models/open_tokenizer.hpp>
+
+// After Eigen (through tessera): httplib.h brings <resolv.h>, whose `_res` macro would rewrite
+// a parameter name inside Eigen's templates.
+#include <httplib.h>
+
+namespace {
+
+using namespace tessera::server;
+using std::chrono::milliseconds;
+
+struct Settings {
+    std::string model_path = "models/gpt2", host = "127.0.0.1", api_key, alias;
+    int port = 8080;
+    std::size_t parallel = 8, queue = 64, context = 0, max_body = 1 << 20;
+    unsigned threads = tessera::Cpu::default_threads();
+    double timeout = 600, read_timeout = 30, shutdown_grace = 10;
+    bool context_shift = false;
+    std::optional<tessera::WeightFormatId> weights;
+    RequestLimits limits;
+};
+
+// Everything a request needs once the model is loaded.
+struct Service {
+    std::unique_ptr<tessera::LanguageModel> model;
+    std::optional<tessera::BpeTokenizer> tokenizer;
+    std::unique_ptr<Engine> engine;
+};
+
+void send_error(httplib::Response& res, int status, std::string_view message, std::string_view type, std::string_view param = {}) {
+    res.status = status;
+    res.set_content(dump(error_body(message, type, param)), "application/json");
+}
+void send_error(httplib::Response& res, const ApiError& e) { send_error(res, e.status, e.what(), e.type, e.param); }
+
+void send_json(httplib::Response& res, const nlohmann::json& j) { res.set_content(dump(j), "application/json"); }
+
+// The body as a JSON value; invalid JSON (including invalid UTF-8) is a 400 naming where.
+nlohmann::json parse_body(const httplib::Request& req) {
+    try {
+        return nlohmann::json::parse(req.body);
+    } catch (const nlohmann::json::exception& e) {  // a syntax error, invalid UTF-8, a number beyond double (1e999)
+        throw ApiError(400, std::string("the request body is not valid JSON: ") + e.what());
+    }
+}
+
+// The key check in constant time for keys of the same length: the time does not tell how many
+// leading characters of a guess were right.
+bool same_key(std::string_view given, std::string_view key) {
+    unsigned char diff = given.size() == key.size() ? 0 : 1;
+    for (std::size_t i = 0; i < key.size(); ++i) diff |= static_cast<unsigned char>(key[i] ^ (i < given.size() ? given[i] : 0));
+    return diff == 0;
+}
+
+std::string completion_id() {
+    static std::atomic<std::uint64_t> next{0};
+    static const std::uint64_t start = static_cast<std::uint64_t>(std::time(nullptr));
+    char id[48];
+    std::snprintf(id, sizeof id, "cmpl-%llx%06llx", static_cast<unsigned long long>(start),
+                  static_cast<unsigned long long>(next++));
+    return id;
+}
+
+// Completion requests not yet answered in full (a stream until its last byte is written).
+std::atomic<int> in_flight{0};
+std::atomic<bool> stopping{false};
+
+// One completion request in flight: its choices' progress, for the response and the log line.
+struct Exchange {
+    Exchange() { ++in_flight; }
+    Exchange(const Exchange&) = delete;
+    Exchange& operator=(const Exchange&) = delete;
+    ~Exchange() { --in_flight; }
+
+    std::string id, model;
+    CompletionRequest request;
+    std::shared_ptr<Channel> channel = std::make_shared<Channel>();
+    std::vector<std::optional<tessera::Completion>> done;  // per choice
+    std::vector<std::size_t> sent_bytes;                  // per choice: text streamed so far
+    Clock::time_point start = Clock::now();
+    std::optional<Clock::time_point> first_token;
+    std::int64_t created = std::time(nullptr);
+    std::size_t finished = 0;
+
+    // Applies the events; true while choices are still running.
+    bool apply(std::vector<Event>& events) {
+        for (Event& e : events) {
+            if (!first_token) first_token = Clock::now();
+            if (e.done) {
+                done[e.choice] = std::move(e.done);
+                ++finished;
+            }
+        }
+        return finished < done.size();
+    }
+    const std::string& prompt_text(std::size_t choice) const { return request.prompt_texts[choice / request.n]; }
+    std::size_t prompt_tokens() const {
+        std::size_t n = 0;
+        for (const auto& p : request.prompts) n += p.size();
+        return n;
+    }
+    std::size_t completion_tokens() const {
+        std::size_t n = 0;
+        for (const auto& c : done) n += c ? c->tokens.size() : 0;
+        return n;
+    }
+    nlohmann::json usage() const {
+        return {{"prompt_tokens", prompt_tokens()},
+                {"completion_tokens", completion_tokens()},
+                {"total_tokens", prompt_tokens() + completion_tokens()}};
+    }
+    // The first choice that did not end well, if any.
+    const tessera::Completion* failure() const {
+        for (const auto& c : done) {
+            if (c && (c->stop_reason == tessera::StopReason::error || c->stop_reason == tessera::StopReason::cancelled)) return &*c;
+        }
+        return nullptr;
+    }
+    nlohmann::json chunk(nlohmann::json choices) const {
+        return {{"id", id}, {"object", "text_completion"}, {"created", created}, {"model", model}, {"choices", std::move(choices)}};
+    }
+    void log(int status) const {
+        const double total = std::chrono::duration<double>(Clock::now() - start).count();
+        const double ttft = first_token ? 1e3 * std::chrono::duration<double>(*first_token - start).count() : 0;
+        std::fprintf(stderr, "%s: status %d, %zu choice%s, prompt %zu tokens, completion %zu tokens, first token %.0f ms, %.1f tokens/s, %.2f s%s\n",
+                     id.c_str(), status, done.size(), done.size() == 1 ? "" : "s", prompt_tokens(), completion_tokens(), ttft,
+                     total > 0 ? static_cast<double>(completion_tokens()) / total : 0.0, total, request.stream ? ", streamed" : "");
+    }
+};
+
+int failure_status(const tessera::Completion& c) { return c.stop_reason == tessera::StopReason::error ? 500 : 503; }
+
+void complete(Service& service, const Settings& settings, const httplib::Request& req, httplib::Response& res) {
+    auto x = std::make_shared<Exchange>();
+    x->id = completion_id();
+    x->model = settings.alias;
+    x->request = parse_completion_request(parse_body(req), *service.tokenizer, service.engine->options().context, settings.limits);
+    x->request.generation.context_shift = settings.context_shift;
+    const CompletionRequest& r = x->request;
+    x->done.resize(r.choices());
+    x->sent_bytes.resize(r.choices());
+    std::vector<Job> jobs;
+    const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(settings.timeout));
+    for (std::size_t i = 0; i < r.choices(); ++i) {
+        Job job{r.prompts[i / r.n], r.generation, r.sampling, i, x->channel, deadline};
+        if (job.sampling.seed) *job.sampling.seed += i % r.n;  // n choices of one seeded prompt differ, reproducibly
+        jobs.push_back(std::move(job));
+    }
+    if (!service.engine->submit(std::move(jobs))) {
+        res.set_header("Retry-After", "1");
+        throw ApiError(503, "the server is busy (" + std::to_string(service.engine->capacity()) +
+                                " choices run or wait; see --parallel and --queue) or shutting down; retry later",
+                       "", "server_error");
+    }
+    res.set_header("X-Request-Id", x->id);  // in the engine: Exchange::log writes its line
+
+    if (!r.stream) {
+        for (bool running = true; running;) {
+            auto events = x->channel->wait(milliseconds(1000));
+            running = x->apply(events);
+        }
+        if (const auto* failed = x->failure()) {
+            x->log(failure_status(*failed));
+            return send_error(res, failure_status(*failed), failed->error, "server_error");
+        }
+        nlohmann::json choices = nlohmann::json::array();
+        for (std::size_t i = 0; i < x->done.size(); ++i) {
+            const tessera::Completion& c = *x->done[i];
+            const std::string prefix = r.echo ? x->prompt_text(i) : std::string();
+            choices.push_back({{"text", prefix + c.text},
+                               {"index", i},
+                               {"logprobs", r.generation.logprobs
+                                                ? logprobs_json(c, 0, c.tokens.size(), prefix.size(), *service.tokenizer)
+                                                : nlohmann::json(nullptr)},
+                               {"finish_reason", finish_reason(c.stop_reason)}});
+        }
+        nlohmann::json body = x->chunk(std::move(choices));
+        body["usage"] = x->usage();
+        x->log(200);
+        return send_json(res, body);
+    }
+
+    // Streamed: one event per piece of text, the finish_reason with each choice's last event,
+    // usage if asked, then [DONE]. A failed write (the client left) cancels the choices.
+    if (r.echo) {
+        for (std::size_t i = 0; i < x->done.size(); ++i) x->channel->push({i, x->prompt_text(i), {}});
+    }
+    auto& tokenizer = *service.tokenizer;
+    res.set_chunked_content_provider(
+        "text/event-stream",
+        [x, &tokenizer](std::size_t, httplib::DataSink& sink) {
+            const auto send = [&](const nlohmann::json& j) {
+                const std::string event = "data: " + dump(j) + "\n\n";
+                return sink.write(event.data(), event.size());
+            };
+            auto events = x->channel->wait(milliseconds(1000));
+            if (events.empty()) {  // a comment keeps the connection alive and finds a client gone
+                static constexpr char ping[] = ": ping\n\n";
+                return sink.write(ping, sizeof ping - 1);
+            }
+            const bool running = x->apply(events);
+            for (const Event& e : events) {
+                nlohmann::json choice = {{"text", e.text}, {"index", e.choice}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
+                if (e.done) {
+                    const tessera::Completion& c = *x->done[e.choice];
+                    if (c.stop_reason == tessera::StopReason::error || c.stop_reason == tessera::StopReason::cancelled) {
+                        if (!send(error_body(c.error, "server_error"))) return false;
+                        continue;
+                    }
+                    choice["finish_reason"] = finish_reason(c.stop_reason);
+                    if (x->request.generation.logprobs) {  // the tokens' log-probabilities come with the last event
+                        choice["logprobs"] = logprobs_json(c, 0, c.tokens.size(), x->request.echo ? x->prompt_text(e.choice).size() : 0, tokenizer);
+                    }
+                }
+                if (!e.text.empty() || e.done) {
+                    if (!send(x->chunk(nlohmann::json::array({std::move(choice)})))) return false;
+                }
+            }
+            if (running) return true;
+            if (x->request.include_usage) {
+                nlohmann::json last = x->chunk(nlohmann::json::array());
+                last["usage"] = x->usage();
+                if (!send(last)) return false;
+            }
+            static constexpr char done[] = "data: [DONE]\n\n";
+            if (!sink.write(done, sizeof done - 1)) return false;
+            sink.done();
+            return true;
+        },
+        [x](bool success) {
+            if (!success) x->channel->cancel();
+            const auto* failed = x->failure();
+            x->log(!success ? 499 : failed ? failure_status(*failed) : 200);
+        });
+}
+
+// Runs a route's body, turning its errors into OpenAI's error object.
+template <class Body>
+httplib::Server::Handler api(Body body) {
+    return [body](const httplib::Request& req, httplib::Response& res) {
+        try {
+            body(req, res);
+        } catch (const ApiError& e) {
+            send_error(res, e);
+        } catch (const tessera::ArgumentError& e) {
+            send_error(res, 400, e.what(), "invalid_request_error");
+        } catch (const std::exception& e) {
+            send_error(res, 500, e.what(), "server_error");
+        }
+    };
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"An OpenAI-compatible server for GPT-2 checkpoints (many requests decoded together)"};
+    Settings s;
+    using tessera::cli::Bound, tessera::cli::real_number, tessera::cli::whole_number;
+    app.add_option("--model", s.model_path, "a GPT-2 GGUF file, or a directory with config.json, model.safetensors, vocab.json, merges.txt");
+    tessera::cli::add_weights_option(app, s.weights);
+    app.add_option("--alias", s.alias, "the model's name in responses and /v1/models (default: the file or directory name)");
+    app.add_option("--host", s.host, "the address to listen on");
+    app.add_option("--port", s.port, "the port (0: any free port, printed)")->check(whole_number(0, 65535));
+    app.add_option("--parallel", s.parallel, "sequences decoded together")->check(whole_number<std::size_t>(1, 256));
+    app.add_option("--queue", s.queue, "requests' choices that may wait for a sequence beyond those (more: 503)")
+        ->check(whole_number<std::size_t>(0, 100000));
+    app.add_option("--ctx", s.context, "positions per sequence (0: the model's context)")->check(whole_number<std::size_t>(0, 1 << 20));
+    app.add_flag("--context-shift", s.context_shift, "when a sequence is full, drop its older half and go on (else: finish_reason length)");
+    app.add_option("--threads", s.threads, "CPU threads")->check(whole_number(1U, std::numeric_limits<unsigned>::max()));
+    app.add_option("--api-key", s.api_key, "require 'Authorization: Bearer KEY' (except /health)");
+    app.add_option("--max-body", s.max_body, "request body limit in bytes (more: 413)")->check(whole_number<std::size_t>(1, std::size_t{1} << 30));
+    app.add_option("--max-tokens", s.limits.max_tokens, "the largest max_tokens a request may ask")->check(whole_number<std::size_t>(1, 1 << 30));
+    app.add_option("--max-choices", s.limits.max_choices, "the most choices (prompts x n) in one request")->check(whole_number<std::size_t>(1, 1024));
+    app.add_option("--timeout", s.timeout, "seconds a completion may run before it is cancelled")->check(real_number(0, Bound::open));
+    app.add_option("--read-timeout", s.read_timeout, "seconds to receive a request")->check(real_number(0, Bound::open));
+    app.add_option("--shutdown-grace", s.shutdown_grace, "seconds running completions may finish after SIGTERM/SIGINT")
+        ->check(real_number(0, Bound::closed));
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        const int rc = app.exit(e);
+        return rc == 0 ? 0 : 2;
+    }
+    if (s.alias.empty()) s.alias = std::filesystem::path(s.model_path).filename().string();
+    if (s.alias.empty()) s.alias = std::filesystem::path(s.model_path).parent_path().filename().string();
+
+    // Signals go to one thread that waits for them (set before any thread starts, so all inherit
+    // the mask); a write to a closed socket is an error return, not SIGPIPE.
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGTERM);
+    sigaddset(&signals, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+    signal(SIGPIPE, SIG_IGN);
+
+    Service service;
+    std::atomic<Service*> ready{nullptr};
+    httplib::Server http;
+    const std::size_t http_threads = s.parallel + s.queue + 8;  // streams hold a thread each
+    http.new_task_queue = [http_threads] { return new httplib::ThreadPool(http_threads); };
+    http.set_payload_max_length(s.max_body);
+    http.set_read_timeout(std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::duration<double>(s.read_timeout)));
+    http.set_error_handler([](const httplib::Request&, httplib::Response& res) {
+        if (!res.body.empty()) return;
+        const int status = res.status;
+        const char* message = status == 404   ? "no such endpoint"
+                              : status == 413 ? "the request body is larger than the server accepts (--max-body)"
+                              : status == 405 ? "this endpoint does not take that method"
+                                              : "the request could not be served";
+        send_error(res, status, message, status == 413 || status == 404 ? "invalid_request_error" : "server_error");
+    });
+    http.set_pre_routing_handler([&s](const httplib::Request& req, httplib::Response& res) {
+        if (s.api_key.empty() || req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
+        const std::string auth = req.get_header_value("Authorization");
+        const std::string_view given = auth.rfind("Bearer ", 0) == 0 ? std::string_view(auth).substr(7) : std::string_view();
+        if (same_key(given, s.api_key)) return httplib::Server::HandlerResponse::Unhandled;
+        send_error(res, 401, auth.empty() ? "no API key given (Authorization: Bearer KEY)" : "incorrect API key", "invalid_request_error");
+        return httplib::Server::HandlerResponse::Handled;
+    });
+    // A completion that reached the engine logs its own line (Exchange::log, X-Request-Id set);
+    // every other request is logged here.
+    http.set_logger([](const httplib::Request& req, const httplib::Response& res) {
+        if (res.has_header("X-Request-Id")) return;
+        std::fprintf(stderr, "%s %s: status %d%s%s\n", req.method.c_str(), req.path.c_str(), res.status,
+                     res.status >= 400 ? ": " : "", res.status >= 400 ? res.body.substr(0, 200).c_str() : "");
+    });
+    const auto loaded = [&]() -> Service& {
+        Service* p = ready.load();
+        if (!p) throw ApiError(503, "the model is loading", "", "server_error");
+        return *p;
+    };
+
+    http.Get("/health", [&](const httplib::Request&, httplib::Response& res) {
+        if (!ready.load() || stopping) {
+            res.status = 503;
+            return send_json(res, {{"status", stopping ? "stopping" : "loading"}});
+        }
+        send_json(res, {{"status", "ok"}});
+    });
+    http.Get("/v1/models", api([&](const httplib::Request&, httplib::Response& res) {
+        Service& sv = loaded();
+        send_json(res, {{"object", "list"},
+                        {"data",
+                         {{{"id", s.alias},
+                           {"object", "model"},
+                           {"created", 0},
+                           {"owned_by", "tessera"},
+                           {"meta",
+                            {{"description", sv.model->description()},
+                             {"weights", std::string(sv.model->weight_format())},
+                             {"vocab_size", sv.model->vocabulary_size()},
+                             {"context_length", sv.engine->options().context},
+                             {"parallel", sv.engine->options().sequences}}}}}}});
+    }));
+    const auto on_completions = api([&](const httplib::Request& req, httplib::Response& res) { complete(loaded(), s, req, res); });
+    http.Post("/v1/completions", on_completions);
+    http.Post("/completions", on_completions);
+    http.Post("/tokenize", api([&](const httplib::Request& req, httplib::Response& res) {
+        const Service& sv = loaded();
+        const nlohmann::json body = parse_body(req);
+        const nlohmann::json* content = body.is_object() ? tessera::server::detail::field(body, "content") : nullptr;
+        if (!content || !content->is_string()) throw ApiError(400, "'content' must be a string", "content");
+        bool special = false;
+        if (const auto* v = tessera::server::detail::field(body, "allow_special")) special = tessera::server::detail::boolean(*v, "allow_special");
+        send_json(res, {{"tokens", sv.tokenizer->encode(content->get<std::string>(),
+                                                       special ? tessera::SpecialTokens::allowed : tessera::SpecialTokens::as_text)}});
+    }));
+    http.Post("/detokenize", api([&](const httplib::Request& req, httplib::Response& res) {
+        const Service& sv = loaded();
+        const nlohmann::json body = parse_body(req);
+        const nlohmann::json* tokens = body.is_object() ? tessera::server::detail::field(body, "tokens") : nullptr;
+        if (!tokens || !tokens->is_array()) throw ApiError(400, "'tokens' must be an array of token ids", "tokens");
+        const auto ids = tessera::server::detail::token_ids(*tokens, "tokens", sv.tokenizer->vocab_size());
+        send_json(res, {{"content", sv.tokenizer->decode(ids)}});
+    }));
+
+    const int port = s.port == 0 ? http.bind_to_any_port(s.host) : (http.bind_to_port(s.host, s.port) ? s.port : -1);
+    if (port < 0) {
+        std::cerr << "server: cannot listen on " << s.host << ":" << s.port << '\n';
+        return 1;
+    }
+    std::atomic<bool> listened{false};
+    std::thread listener([&] {
+        http.listen_after_bind();
+        listened = true;
+    });
+    std::fprintf(stderr, "server: listening on http://%s:%d (loading %s)\n", s.host.c_str(), port, s.model_path.c_str());
+
+    std::thread signal_waiter([&] {
+        int sig = 0;
+        sigwait(&signals, &sig);
+        std::fprintf(stderr, "server: %s, stopping\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+        // New completions get 503 while those running finish (within the grace); then the port
+        // closes (httplib's stop() would cut running streams, so it comes last).
+        stopping = true;
+        const auto grace = std::chrono::duration_cast<milliseconds>(std::chrono::duration<double>(s.shutdown_grace));
+        if (Service* p = ready.load()) p->engine->drain(grace);
+        const auto give_up = Clock::now() + grace + std::chrono::seconds(5);  // for writes to a stalled client
+        while (in_flight > 0 && Clock::now() < give_up) std::this_thread::sleep_for(milliseconds(10));
+        while (!http.is_running() && !listened) std::this_thread::sleep_for(milliseconds(10));  // stop() needs a running server
+        http.stop();
+    });
+    int rc = 0;
+    try {
+        service.tokenizer = tessera::open_tokenizer(s.model_path);
+        service.model = tessera::open_gpt2_on("cpu", s.model_path, s.threads, s.weights);
+        tessera::BatchOptions batch;
+        batch.sequences = s.parallel;
+        batch.context = s.context;
+        service.engine = std::make_unique<Engine>(*service.model, *service.tokenizer, batch, s.parallel + s.queue);
+        ready = &service;
+        std::fprintf(stderr, "server: ready: %s, %zu sequences of %zu positions, %u threads\n", service.model->description().c_str(),
+                     s.parallel, service.engine->options().context, s.threads);
+    } catch (const std::exception& e) {
+        std::cerr << "server: " << e.what() << '\n';
+        rc = 1;
+        pthread_kill(signal_waiter.native_handle(), SIGTERM);
+    }
+    listener.join();  // returns once stopped and every handler has finished
+    signal_waiter.join();
+    service.engine.reset();  // after the handlers: the engine's thread ends when idle
+    std::fprintf(stderr, "server: stopped\n");
+    return rc;
+}

@@ -1,0 +1,350 @@
+// examples/server against the official openai client (pinned in package.json, installed by
+// scripts/test.sh with `npm ci`). Each test starts its own server on a free loopback port, so
+// ctest runs each as its own test: node --test-name-pattern '^NAME$' server_test.mjs.
+//
+// Environment: SERVER (the binary), MODEL (a checkpoint directory: the trained fortunes model),
+// GENERATE (examples/generate: the single-sequence CLI the server must agree with).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import OpenAI from 'openai';
+
+const SERVER = process.env.SERVER;
+const MODEL = process.env.MODEL;
+const GENERATE = process.env.GENERATE;
+
+// Starts the server; resolves once /health says ok. Every test stops its server.
+async function startServer(args = []) {
+  const proc = spawn(SERVER, ['--model', MODEL, '--port', '0', '--threads', '2', ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let log = '';
+  const port = await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('the server did not start: ' + log)), 20000);
+    proc.stderr.on('data', (d) => {
+      log += d;
+      const m = log.match(/listening on http:\/\/127\.0\.0\.1:(\d+)/);
+      if (m && log.includes('server: ready')) {
+        clearTimeout(timer);
+        resolve(Number(m[1]));
+      }
+    });
+    proc.on('exit', (code) => reject(new Error(`the server exited with ${code}: ${log}`)));
+  });
+  const exited = new Promise((resolve) => proc.on('exit', (code, signal) => resolve({ code, signal })));
+  const base = `http://127.0.0.1:${port}`;
+  return {
+    port,
+    base,
+    log: () => log,
+    exited,
+    client: (options = {}) => new OpenAI({ baseURL: `${base}/v1`, apiKey: 'none', maxRetries: 0, ...options }),
+    rss: () => Number(readFileSync(`/proc/${proc.pid}/status`, 'utf8').match(/VmRSS:\s+(\d+)/)[1]),  // KiB
+    async stop() {
+      proc.kill('SIGTERM');
+      return exited;
+    },
+  };
+}
+
+async function withServer(args, body) {
+  const server = await startServer(args);
+  try {
+    await body(server);
+  } finally {
+    const { code } = await server.stop();
+    assert.equal(code, 0, 'the server exits 0 on SIGTERM');
+  }
+}
+
+async function streamText(client, params) {
+  const stream = await client.completions.create({ ...params, stream: true });
+  let text = '';
+  let finish = null;
+  const pieces = [];
+  for await (const chunk of stream) {
+    for (const c of chunk.choices) {
+      text += c.text;
+      pieces.push(c.text);
+      if (c.finish_reason) finish = c.finish_reason;
+    }
+  }
+  return { text, finish, pieces };
+}
+
+async function post(base, path, body, headers = {}) {
+  const res = await fetch(base + path, { method: 'POST', body, headers: { 'Content-Type': 'application/json', ...headers } });
+  return { status: res.status, json: await res.json() };
+}
+
+const prompt = 'A fool and his money';
+
+test('plain completion equals the command line generator', async () => {
+  await withServer([], async (s) => {
+    const r = await s.client().completions.create({ model: 'fortunes', prompt, max_tokens: 24, temperature: 0 });
+    const cli = JSON.parse(execFileSync(GENERATE, ['--model', MODEL, '-p', prompt, '-n', '24', '--temperature', '0', '--json'],
+                                        { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }));
+    assert.equal(r.object, 'text_completion');
+    assert.equal(r.choices.length, 1);
+    assert.equal(r.choices[0].text, cli.text);
+    assert.equal(r.choices[0].finish_reason, cli.stop_reason === 'max_new_tokens' ? 'length' : 'stop');
+    assert.equal(r.usage.prompt_tokens, cli.prompt_tokens);
+    assert.equal(r.usage.completion_tokens, cli.generated_tokens);
+    assert.equal(r.usage.total_tokens, cli.prompt_tokens + cli.generated_tokens);
+  });
+});
+
+test('a streamed completion is the plain one in pieces', async () => {
+  await withServer([], async (s) => {
+    const params = { model: 'fortunes', prompt, max_tokens: 40, temperature: 0.9, top_p: 0.95, seed: 11 };
+    const plain = await s.client().completions.create(params);
+    const streamed = await streamText(s.client(), params);
+    assert.equal(streamed.text, plain.choices[0].text);
+    assert.equal(streamed.finish, plain.choices[0].finish_reason);
+    assert.ok(streamed.pieces.length > 5, 'more than a few events');
+    // Every event holds whole UTF-8 characters: re-encoding each piece loses nothing.
+    for (const p of streamed.pieces) assert.ok(!p.includes('\uFFFD'));
+  });
+});
+
+test('stop strings end the text before them, streamed or not', async () => {
+  await withServer([], async (s) => {
+    const free = await s.client().completions.create({ prompt, max_tokens: 40, temperature: 0 });
+    const text = free.choices[0].text;
+    const stop = text.slice(8, 11);  // three characters from inside the free text
+    assert.ok(stop.length === 3, text);
+    const expected = text.slice(0, text.indexOf(stop));
+    for (const stream of [false, true]) {
+      const params = { prompt, max_tokens: 40, temperature: 0, stop: ['never appears', stop] };
+      const r = stream ? await streamText(s.client(), params) : await s.client().completions.create(params);
+      const got = stream ? r.text : r.choices[0].text;
+      assert.equal(got, expected, `stream: ${stream}`);
+      assert.equal(stream ? r.finish : r.choices[0].finish_reason, 'stop');
+      if (stream) assert.ok(!r.pieces.some((p) => p.includes(stop[0]) && expected.indexOf(stop[0]) < 0));
+    }
+  });
+});
+
+test('seeds reproduce, choices of one request differ', async () => {
+  await withServer([], async (s) => {
+    const params = { prompt, max_tokens: 30, temperature: 1.0, seed: 1234, n: 3 };
+    const a = await s.client().completions.create(params);
+    const b = await s.client().completions.create(params);
+    assert.deepEqual(a.choices.map((c) => c.text), b.choices.map((c) => c.text));
+    assert.deepEqual(a.choices.map((c) => c.index), [0, 1, 2]);
+    assert.ok(new Set(a.choices.map((c) => c.text)).size > 1, 'n choices are different samples');
+    const other = await s.client().completions.create({ ...params, seed: 99, n: 1 });
+    assert.notEqual(other.choices[0].text, a.choices[0].text);
+    // Several prompts: prompt i's choices come at [i * n, (i + 1) * n).
+    const two = await s.client().completions.create({ prompt: [prompt, 'Love is'], max_tokens: 8, temperature: 0, n: 2 });
+    assert.equal(two.choices.length, 4);
+    assert.equal(two.choices[0].text, two.choices[1].text);
+    assert.notEqual(two.choices[0].text, two.choices[2].text);
+  });
+});
+
+test('logit_bias, logprobs, echo and token prompts', async () => {
+  await withServer([], async (s) => {
+    const tokenized = await post(s.base, '/tokenize', JSON.stringify({ content: prompt }));
+    assert.equal(tokenized.status, 200);
+    const ids = tokenized.json.tokens;
+    const back = await post(s.base, '/detokenize', JSON.stringify({ tokens: ids }));
+    assert.equal(back.json.content, prompt);
+
+    const byText = await s.client().completions.create({ prompt, max_tokens: 12, temperature: 0, logprobs: 3 });
+    const byIds = await s.client().completions.create({ prompt: ids, max_tokens: 12, temperature: 0, logprobs: 3 });
+    assert.equal(byIds.choices[0].text, byText.choices[0].text);
+    const lp = byText.choices[0].logprobs;
+    assert.equal(lp.tokens.join(''), byText.choices[0].text);
+    assert.equal(lp.token_logprobs.length, lp.tokens.length);
+    for (let i = 0; i < lp.tokens.length; ++i) {
+      // Greedy: the chosen token is the most likely one, with the same log-probability.
+      const top = Object.entries(lp.top_logprobs[i]).sort((x, y) => y[1] - x[1]);
+      assert.equal(top.length, 3);
+      assert.equal(top[0][0], lp.tokens[i]);
+      assert.equal(top[0][1], lp.token_logprobs[i]);
+      assert.ok(lp.token_logprobs[i] <= 0);
+    }
+    assert.deepEqual(lp.text_offset.slice(0, 2), [0, lp.tokens[0].length]);
+
+    const forced = ids[ids.length - 1];
+    const biased = await s.client().completions.create({ prompt, max_tokens: 6, temperature: 0.8, seed: 1, logit_bias: { [forced]: 100 } });
+    const forcedText = (await post(s.base, '/detokenize', JSON.stringify({ tokens: [forced] }))).json.content;
+    assert.equal(biased.choices[0].text, forcedText.repeat(6));
+
+    const echoed = await s.client().completions.create({ prompt, max_tokens: 5, temperature: 0, echo: true });
+    const plain = await s.client().completions.create({ prompt, max_tokens: 5, temperature: 0 });
+    assert.equal(echoed.choices[0].text, prompt + plain.choices[0].text);
+  });
+});
+
+test('invalid requests get OpenAI errors naming the parameter', async () => {
+  await withServer([], async (s) => {
+    const client = s.client();
+    const cases = [
+      [{ prompt, temperature: 2.5 }, 'temperature'],
+      [{ prompt, temperature: 'hot' }, 'temperature'],
+      [{ prompt, top_p: 0 }, 'top_p'],
+      [{ prompt, max_tokens: -1 }, 'max_tokens'],
+      [{ prompt, max_tokens: 1.5 }, 'max_tokens'],
+      [{ prompt, max_tokens: 1e300 }, 'max_tokens'],
+      [{ prompt, n: 0 }, 'n'],
+      [{ prompt, n: 1000 }, 'n'],
+      [{ prompt, presence_penalty: 3 }, 'presence_penalty'],
+      [{ prompt, frequency_penalty: -2.5 }, 'frequency_penalty'],
+      [{ prompt, logprobs: 100 }, 'logprobs'],
+      [{ prompt, logit_bias: { 99999: 1 } }, 'logit_bias.99999'],
+      [{ prompt, logit_bias: { 5: 101 } }, 'logit_bias.5'],
+      [{ prompt, stop: [''] }, 'stop'],
+      [{ prompt, stop: 7 }, 'stop'],
+      [{ prompt, seed: -1 }, 'seed'],
+      [{ prompt, top_k: -3 }, 'top_k'],
+      [{ prompt, min_p: 1.5 }, 'min_p'],
+      [{ prompt, repetition_penalty: 0 }, 'repetition_penalty'],
+      [{ prompt, stream: 'yes' }, 'stream'],
+      [{ prompt: [1, 2, 100000] }, 'prompt[2]'],
+      [{ prompt: [] }, 'prompt'],
+      [{ prompt: 'word '.repeat(200) }, 'prompt'],  // longer than the 128-token context
+      [{ prompt, suffix: 'x' }, 'suffix'],
+      [{ prompt, echo: true, logprobs: 1 }, 'logprobs'],
+      [{}, 'prompt'],
+    ];
+    for (const [params, param] of cases) {
+      await assert.rejects(client.completions.create({ model: 'fortunes', ...params }), (e) => {
+        assert.equal(e.status, 400, JSON.stringify(params));
+        assert.equal(e.param, param, JSON.stringify(params) + ': ' + e.message);
+        assert.equal(e.type, 'invalid_request_error');
+        return true;
+      });
+    }
+    // Bodies no client library would send: each a 400 with an error object, and the server lives.
+    for (const body of ['{"prompt": "x"', 'null', '[1,2]', '{"prompt": "x", "max_tokens": 1e999}',
+                        Buffer.from([0x7b, 0x22, 0x70, 0x72, 0x6f, 0x6d, 0x70, 0x74, 0x22, 0x3a, 0x22, 0xff, 0xfe, 0x22, 0x7d]),
+                        '{"prompt": "x", "max_tokens": 99999999999999999999999}', '{"prompt": {"a": 1}}',
+                        '['.repeat(100000)]) {
+      const r = await post(s.base, '/v1/completions', body);
+      assert.equal(r.status, 400, String(body).slice(0, 60));
+      assert.equal(typeof r.json.error.message, 'string');
+    }
+    const notFound = await fetch(s.base + '/v1/nothing');
+    assert.equal(notFound.status, 404);
+    assert.equal((await notFound.json()).error.message, 'no such endpoint');
+    const health = await fetch(s.base + '/health');
+    assert.equal(health.status, 200);
+  });
+});
+
+test('body limit, API key and a full queue', async () => {
+  await withServer(['--api-key', 'sk-right', '--max-body', '4096', '--parallel', '1', '--queue', '0', '--context-shift'], async (s) => {
+    await assert.rejects(s.client().completions.create({ prompt, max_tokens: 1 }), (e) => e.status === 401);
+    await assert.rejects(s.client({ apiKey: 'sk-wrong' }).completions.create({ prompt, max_tokens: 1 }), (e) => e.status === 401);
+    await assert.rejects(s.client({ apiKey: 'sk-righ' }).completions.create({ prompt, max_tokens: 1 }), (e) => e.status === 401);
+    assert.equal((await fetch(s.base + '/health')).status, 200, '/health needs no key');
+    const client = s.client({ apiKey: 'sk-right' });
+    const ok = await client.completions.create({ prompt, max_tokens: 2 });
+    assert.equal(ok.choices.length, 1);
+    await assert.rejects(client.completions.create({ prompt: 'x'.repeat(5000), max_tokens: 1 }), (e) => e.status === 413);
+    // One sequence, no queue: a second request while one runs is refused with 503.
+    const running = streamText(client, { prompt, max_tokens: 3000, temperature: 1, seed: 3, logit_bias: { 511: -100 } });
+    await new Promise((r) => setTimeout(r, 50));
+    await assert.rejects(client.completions.create({ prompt, max_tokens: 1 }), (e) => {
+      assert.equal(e.status, 503);
+      assert.ok(e.message.includes('busy'), e.message);
+      return true;
+    });
+    await running;
+  });
+});
+
+test('a client that disconnects mid-stream frees its sequence', async () => {
+  await withServer(['--parallel', '1', '--queue', '0', '--context-shift'], async (s) => {
+    const client = s.client();
+    const stream = await client.completions.create({ prompt, max_tokens: 100000, temperature: 1, seed: 5, stream: true,
+                                                     logit_bias: { 511: -100 } });
+    let pieces = 0;
+    for await (const chunk of stream) {
+      assert.equal(chunk.choices.length, 1);
+      if (++pieces === 3) break;  // leaving the loop aborts the request: the connection closes
+    }
+    // The only sequence must be free again soon (the server notices at its next write).
+    const start = Date.now();
+    for (;;) {
+      try {
+        const r = await client.completions.create({ prompt, max_tokens: 1 });
+        assert.equal(r.choices.length, 1);
+        break;
+      } catch (e) {
+        assert.equal(e.status, 503);
+        assert.ok(Date.now() - start < 5000, 'the cancelled sequence was not freed within 5 s');
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    }
+    console.log(`freed after ${Date.now() - start} ms`);
+    assert.match(s.log(), /status 499/);
+  });
+});
+
+// Sixteen requests with different parameters, alone and then all at once: each gets the same
+// text (f32 batched decoding is bit-identical per sequence; prompts prefilled together agree to
+// ~1e-6, far from flipping a draw).
+test('16 concurrent streams equal the same requests alone', async () => {
+  await withServer(['--parallel', '16'], async (s) => {
+    const prompts = ['A fool', 'Love is', 'The best way to', 'Never', 'If you', 'Time', 'Why', 'He who'];
+    const requests = Array.from({ length: 16 }, (_, i) => ({
+      prompt: prompts[i % prompts.length], max_tokens: 20 + i, temperature: i % 4 === 0 ? 0 : 0.7 + 0.05 * i, seed: 100 + i,
+      top_k: i % 3 === 0 ? 0 : 20, top_p: i % 2 ? 0.9 : 1, presence_penalty: (i % 5) * 0.3, frequency_penalty: (i % 3) * 0.2,
+      ...(i % 4 === 1 ? { stop: ['.'] } : {}),
+    }));
+    const alone = [];
+    for (const r of requests) alone.push((await streamText(s.client(), r)).text);
+    const together = await Promise.all(requests.map((r) => streamText(s.client(), r)));
+    assert.deepEqual(together.map((t) => t.text), alone);
+    assert.ok(new Set(alone).size > 8);
+  });
+});
+
+test('200 requests, 16 at a time: no failures, flat memory', async () => {
+  await withServer(['--parallel', '16', '--queue', '16'], async (s) => {
+    const client = s.client();
+    let next = 0;
+    let failures = 0;
+    let rssAfterWarmup = 0;
+    const worker = async () => {
+      while (next < 200) {
+        const i = next++;
+        if (i === 40) rssAfterWarmup = s.rss();
+        const params = { prompt: `Request ${i % 13}`, max_tokens: 8 + (i % 17), temperature: 0.8, seed: i };
+        try {
+          if (i % 2) await streamText(client, params);
+          else await client.completions.create(params);
+        } catch (e) {
+          ++failures;
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: 16 }, worker));
+    assert.equal(failures, 0);
+    const growth = s.rss() - rssAfterWarmup;
+    // The sequences are preallocated; what grows is allocator slack of the HTTP threads.
+    assert.ok(growth < 8 * 1024, `resident memory grew by ${growth} KiB over 160 requests`);
+  });
+});
+
+test('SIGTERM lets a running stream finish, then the server exits 0', async () => {
+  const s = await startServer(['--shutdown-grace', '30', '--context-shift']);
+  const stream = await s.client().completions.create({ prompt, max_tokens: 2000, temperature: 0.7, seed: 9, stream: true,
+                                                       logit_bias: { 511: -100 } });
+  let text = '';
+  let finish = null;
+  let stopped = null;
+  for await (const chunk of stream) {
+    text += chunk.choices[0].text;
+    finish = chunk.choices[0].finish_reason;
+    if (!stopped) stopped = s.stop();  // SIGTERM once the stream runs
+  }
+  assert.equal((await stopped).code, 0);
+  assert.equal(finish, 'length');
+  const tokens = (await fetch(s.base + '/health').catch(() => null));
+  assert.equal(tokens, null, 'the server no longer listens');
+  assert.ok(text.length > 1000, `the stream ran to its end (${text.length} characters)`);
+  assert.match(s.log(), /SIGTERM, stopping/);
+});

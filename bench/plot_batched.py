@@ -4,7 +4,7 @@
     bench/plot_batched.py RESULTS.csv OUT.svg [TITLE]
 
 RESULTS.csv: lines "system,format,sequences,tokens_per_second" (bench/compare_llama_cpp.sh
-writes it with BATCH=...). One line per (system, format): tessera solid, llama.cpp dashed, one
+writes it with BATCH=...). One line per (system, format): tessera (any label starting so) solid, the others dashed, one
 colour per format. Plain SVG written by hand: no plotting package needed.
 """
 import csv
@@ -60,7 +60,7 @@ def main(argv):
     for (system, fmt), points in sorted(series.items()):
         points.sort()
         colour = COLOURS.get(fmt, "#444")
-        dash = '' if system == "tessera" else ' stroke-dasharray="6 4"'
+        dash = "" if system.startswith("tessera") else ' stroke-dasharray="6 4"'
         path = " ".join(f"{x_of(n):.1f},{y_of(r):.1f}" for n, r in points)
         out.append(f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="2"{dash}/>')
         for n, r in points:

@@ -221,6 +221,56 @@ TEST_CASE("A row's product has the same bits whatever other rows share the produ
 #endif
 }
 
+// The CPU's second Q8_0 layout for batched steps (Cpu::pack_weights, Linear::prepare_batches):
+// W packed once, then the packed GEMM's own tiles, so every product of 2 or more rows has the
+// bits that GEMM gives with W packed per call, and a row the same bits whatever shares it.
+TEST_CASE("Q8_0 products over weights packed in advance have the packed GEMM's bits", "[formats][gemm]") {
+#if TESSERA_HAS_AVX512_KERNELS
+    if (!cpu::has_avx512_vnni()) {
+        WARN("without AVX-512 VNNI there is no packed layout: not checked");
+        return;
+    }
+    Cpu cpu(2);
+    std::mt19937 rng(5);
+    std::normal_distribution<float> normal;
+    for (const std::size_t n : {45, 64, 70}) {  // a partial last panel of 32 rows, and none
+        const std::size_t k = 800;
+        std::vector<float> w(n * k);
+        for (float& v : w) v = 0.02f * normal(rng);
+        Tensor<Q8_0, Extents<dyn, dyn>, Cpu> stored(n, k / 32);
+        WeightFormat<Q8_0>::quantize(w.data(), stored.data(), n * k);
+        const auto packed = cpu.pack_weights(stored.view());
+        REQUIRE(!packed.empty());
+        Tensor<float, Extents<dyn>, Cpu> bias(n);
+        for (std::size_t i = 0; i < n; ++i) bias.data()[i] = normal(rng);
+        const std::size_t most = 40;
+        Tensor<float, Extents<dyn, dyn>, Cpu> a(most, k);
+        for (std::size_t i = 0; i < most * k; ++i) a.data()[i] = normal(rng);
+        std::vector<float> last_alone;
+        for (std::size_t m = 1; m <= most; ++m) {
+            Tensor<float, Extents<dyn, dyn>, Cpu> rows(m, k), c(m, n), expected(m, n);
+            std::copy(a.data() + (most - m) * k, a.data() + most * k, rows.data());
+            gemm(cpu, rows, stored, packed, bias, c);
+            if (m == 1) {
+                gemm(cpu, rows, stored, bias, expected);  // one row stays on gemv over W as stored
+            } else {
+                cpu::packed_integer_gemm(cpu.pool(), rows.data(), stored.data(), bias.data(), expected.data(), m, n, k);
+            }
+            INFO("n " << n << ", " << m << " rows");
+            REQUIRE(std::memcmp(c.data(), expected.data(), m * n * sizeof(float)) == 0);
+            const std::vector<float> last(c.data() + (m - 1) * n, c.data() + m * n);
+            if (m == 2) last_alone = last;
+            if (m > 2) CHECK(last == last_alone);
+        }
+    }
+    // Q4_0 has no packed layout (its packed bytes would be twice its stored ones).
+    STATIC_REQUIRE(!HasPackedWeights<Cpu, Q4_0>);
+    STATIC_REQUIRE(HasPackedWeights<Cpu, Q8_0>);
+#else
+    WARN("no AVX-512 kernels in this build: not checked");
+#endif
+}
+
 TEST_CASE("Stored-weight products check their shapes", "[formats][gemm]") {
     Cpu cpu(1);
     Tensor<Q8_0, Extents<dyn, dyn>, Cpu> w(4, 2);  // 4 rows of 64 weights

@@ -63,6 +63,17 @@ template <class B, class W>
 concept HasGatherRowsWith = requires(B& b, MatrixView<const W, B> table, std::span<const std::int32_t> ids,
                                      MatrixView<float, B> out) { b.gather_rows(table, ids, out); };
 
+// Optional: weights stored as W also kept in a second layout for products of several rows
+// (B::PackedWeights<W>, made once by pack_weights; an empty one means none).
+template <class B, class W>
+concept HasPackedWeights = requires(B& b, MatrixView<const float, B> a, MatrixView<const W, B> w,
+                                    const typename B::template PackedWeights<W>& packed, VectorView<const float, B> bias,
+                                    MatrixView<float, B> c) {
+    { b.pack_weights(w) } -> std::same_as<typename B::template PackedWeights<W>>;
+    { packed.empty() } -> std::convertible_to<bool>;
+    b.gemm(a, w, packed, bias, c);
+};
+
 // Whether backend B runs models whose weights are stored as W (every backend runs float).
 template <class B, class W>
 concept RunsWeightsAs = std::is_same_v<W, float> || (HasGemmWith<B, W> && HasGatherRowsWith<B, W>);

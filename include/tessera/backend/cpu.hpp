@@ -66,6 +66,18 @@ public:
               MatrixView<float, Cpu> c) {
         cpu::gemm_weights(*pool_, a.data(), w.data(), bias_or_null(bias), c.data(), a.extent(0), w.extent(0), a.extent(1));
     }
+    // Q8_0 weights packed once more for products of several rows (HasPackedWeights; empty
+    // without AVX-512 VNNI): cpu::PackedIntegerWeights says why and what it costs.
+    template <class W>
+    using PackedWeights = cpu::PackedIntegerWeights;
+    cpu::PackedIntegerWeights pack_weights(MatrixView<const Q8_0, Cpu> w) {
+        return cpu::pack_integer_weights(*pool_, w.data(), w.extent(0), w.extent(1) * WeightFormat<Q8_0>::block);
+    }
+    void gemm(MatrixView<const float, Cpu> a, MatrixView<const Q8_0, Cpu> w, const cpu::PackedIntegerWeights& packed,
+              VectorView<const float, Cpu> bias, MatrixView<float, Cpu> c) {
+        if (a.extent(0) < 2 || packed.empty()) return gemm(a, w, bias, c);  // one row: gemv over W as stored
+        cpu::prepacked_integer_gemm(*pool_, a.data(), packed, bias_or_null(bias), c.data(), a.extent(0), w.extent(0), a.extent(1));
+    }
     void add(VectorView<const float, Cpu> a, VectorView<const float, Cpu> b, VectorView<float, Cpu> out) {
         cpu::add(*pool_, a.data(), b.data(), out.data(), out.size());
     }

@@ -118,6 +118,7 @@ public:
             lm_head_.emplace(shape_.vocab_size, shape_.n_embd);
             lm_head_->load(root, "lm_head.weight");
         }
+        if (batches_prepared_) prepare_batches();  // the packed layouts follow the new weights
         reset();
     }
     // From a Hugging Face safetensors checkpoint (plain or "transformer."-prefixed names; the
@@ -171,7 +172,10 @@ public:
     }
 
     // Room for steps over up to `sequences` sequences and `rows` tokens in all (and attention
-    // over the whole context), so that such steps allocate nothing.
+    // over the whole context), so that such steps allocate nothing. More than one sequence also
+    // lets the backend pack the layers' weights for products of several rows, where it keeps
+    // such a layout (the CPU's Q8_0: a second copy of those weights, 1.1-1.8x faster products
+    // of 2-16 rows).
     void reserve_steps(std::size_t sequences, std::size_t rows) {
         if (sequences == 0 || rows < sequences) throw ArgumentError("GPT2: reserve_steps needs rows >= sequences >= 1");
         if (sequences > 1 && !HasCopy<B>) {
@@ -183,6 +187,13 @@ public:
         if (ids_.capacity() < rows) ids_.reserve(rows);
         if (slices_.capacity() < sequences) slices_.reserve(sequences);
         if constexpr (ReservesAttentionScratch<B>) backend_->reserve_attention(rows, shape_.n_ctx);
+        if (sequences > 1 && !batches_prepared_) prepare_batches();
+    }
+
+    // reserve_steps does this for more than one sequence; explicit, it packs now.
+    void prepare_batches() {
+        for (auto& block : blocks_) block.prepare_batches(*backend_);
+        batches_prepared_ = true;
     }
 
     // One more token (the decode step): prefill of a single token.
@@ -292,6 +303,7 @@ private:
     Embedding<vocab_size, n_embd, B, HeadW> wte_;           // (V, C), also the tied head
     Positions<n_ctx, n_embd, B> positions_;                 // (Ctx, C)
     std::vector<Block> blocks_;                             // n_layer
+    bool batches_prepared_ = false;                         // prepare_batches ran
     LayerNorm<n_embd, B> ln_f_;                             // (C)
     std::optional<Embedding<vocab_size, n_embd, B, HeadW>> lm_head_;  // (V, C) when untied
     typename Block::Scratch scratch_;                       // per-block activations

@@ -35,6 +35,9 @@ struct CausalSelfAttention {
         value.load(src, "c_attn", 3 * c, 2 * c);
         proj.load(src, "c_proj");
     }
+    void prepare_batches(B& backend) {
+        for (auto* l : {&query, &key, &value, &proj}) l->prepare_batches(backend);
+    }
 
     // out(T, C) for x(T, C), the rows of one or more sequences (`seqs`, in row order, covering
     // x): each sequence's q attends over its own cache, to which its k and v are appended. q and

@@ -68,6 +68,11 @@ struct DecoderBlock {
         mlp.load(src.sub("mlp."));
         ln_1.eps = ln_2.eps = eps;
     }
+    // The products' second weight layout for batched steps, where the backend has one (Linear).
+    void prepare_batches(B& backend) {
+        attn.prepare_batches(backend);
+        mlp.prepare_batches(backend);
+    }
 
     // x(T, C), the rows of the sequences `seqs` (CausalSelfAttention), updated in place.
     template <class Backend, class X>

@@ -19,6 +19,10 @@ struct FeedForward {
         up.load(src, "c_fc");
         down.load(src, "c_proj");
     }
+    void prepare_batches(B& backend) {
+        up.prepare_batches(backend);
+        down.prepare_batches(backend);
+    }
 
     // out(T, C) from x(T, C); hidden is (T, Inner) scratch.
     template <class Backend, class X, class Hidden, class Out>

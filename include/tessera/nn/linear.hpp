@@ -2,12 +2,14 @@
 // Linear<In, Out, B, W>: y = x · Wᵀ + b with W stored [out, in] (each output's weights
 // contiguous) as float, or as bf16 / Q8_0 / Q4_0 (W; core/weight_formats.hpp), then [out, in /
 // block] of those, quantized when loaded. In and Out are compile-time sizes or `dyn`; the
-// constructor takes the run-time sizes.
+// constructor takes the run-time sizes. prepare_batches() lets a backend keep a second layout
+// of the weights for products of several rows (HasPackedWeights: the CPU's Q8_0).
 #include <cstddef>    // std::size_t
 #include <span>       // std::span
 #include <string>     // std::string
 #include <vector>     // std::vector
 
+#include <tessera/backend/backend.hpp>          // HasPackedWeights
 #include <tessera/core/tensor.hpp>             // Tensor
 #include <tessera/core/weight_formats.hpp>     // WeightType, WeightFormat
 #include <tessera/nn/parameter.hpp>            // WeightSource, whole_blocks
@@ -15,6 +17,19 @@
 #include <tessera/ops/transfer.hpp>            // copy_from_host
 
 namespace tessera {
+
+namespace detail {
+struct NoPackedWeights {};
+template <class B, class W>
+struct PackedWeightsOf {
+    using type = NoPackedWeights;
+};
+template <class B, class W>
+    requires HasPackedWeights<B, W>
+struct PackedWeightsOf<B, W> {
+    using type = typename B::template PackedWeights<W>;
+};
+}  // namespace detail
 
 template <std::size_t In, std::size_t Out, class B, WeightType W = float>
 struct Linear {
@@ -24,6 +39,7 @@ struct Linear {
 
     Tensor<W, Extents<Out, stored_in>, B> weight;  // (Out, In / block)
     Tensor<float, Extents<Out>, B> bias;           // (Out)
+    [[no_unique_address]] typename detail::PackedWeightsOf<B, W>::type packed{};  // empty until prepare_batches
 
     Linear(std::size_t in, std::size_t out) : weight(out, whole_blocks<W>(in, "Linear")), bias(out) {}
     Linear()
@@ -42,9 +58,20 @@ struct Linear {
         copy_from_host(std::span<const float>(b.data() + first, out_features()), bias);
     }
 
+    // Lets the backend pack the weights for products of several rows, where it can (a model
+    // reserved for batched steps); a no-op elsewhere. Call again after loading new weights.
+    void prepare_batches(B& backend) {
+        if constexpr (HasPackedWeights<B, W>) {
+            packed = backend.pack_weights(MatrixView<const W, B>(weight.data(), DynExtents<2>(weight.extent(0), weight.extent(1))));
+        }
+    }
+
     // y(T, Out) = x(T, In) · Wᵀ + b.
     template <class Backend, TensorLike X, TensorLike Y>
     void operator()(Backend& backend, const X& x, Y&& y) const {
+        if constexpr (HasPackedWeights<Backend, W>) {
+            if (!packed.empty()) return gemm(backend, x, weight, packed, bias, y);
+        }
         gemm(backend, x, weight, bias, y);
     }
 };

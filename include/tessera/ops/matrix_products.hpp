@@ -5,6 +5,7 @@
 #include <tessera/core/extents.hpp>     // dims_may_match, check_dim
 #include <tessera/core/weight_formats.hpp>  // WeightFormat, stored_elements
 #include <tessera/ops/operands.hpp>     // input_operand, output_operand
+#include <cstddef>  // std::nullptr_t
 
 namespace tessera {
 
@@ -41,9 +42,10 @@ concept StoredWeights = TensorLike<W> && !std::is_same_v<value_type_of_t<W>, flo
 
 // c(M,N) = a(M,K) · w(N,K)ᵀ + bias(N) with w stored as N rows of K / block elements. K must be
 // a whole number of blocks (the layer that quantized w made sure of it).
-template <Backend B, TensorLike A, TensorLike W, TensorLike Bias, TensorLike C>
-    requires StoredWeights<W>
-void gemm(B& backend, const A& a, const W& w, const Bias& bias, C&& c) {
+// `packed`: the backend's second layout of w for several rows (HasPackedWeights), or nullptr.
+namespace detail {
+template <Backend B, TensorLike A, TensorLike W, TensorLike Bias, TensorLike C, class Packed>
+void gemm_stored(B& backend, const A& a, const W& w, const Bias& bias, C&& c, const Packed* packed) {
     using Stored = value_type_of_t<W>;
     static_assert(HasGemmWith<B, Stored>, "gemm: this backend has no kernel for weights stored in this format.");
     constexpr std::size_t block = WeightFormat<Stored>::block;
@@ -64,7 +66,25 @@ void gemm(B& backend, const A& a, const W& w, const Bias& bias, C&& c) {
     if (!bv.empty()) check_dim(bv.extent(0), wv.extent(0), "gemm", "bias length", "w's row count");
     check_no_overlap(cv.data(), cv.size() * sizeof(float), av.data(), av.size() * sizeof(float), "gemm", "c", "a");
     check_no_overlap(cv.data(), cv.size() * sizeof(float), wv.data(), wv.size() * sizeof(Stored), "gemm", "c", "w");
+    if constexpr (!std::is_same_v<Packed, std::nullptr_t>) {
+        if (packed != nullptr) return backend.gemm(av, wv, *packed, bv, cv);
+    }
     backend.gemm(av, wv, bv, cv);
+}
+}  // namespace detail
+
+template <Backend B, TensorLike A, TensorLike W, TensorLike Bias, TensorLike C>
+    requires StoredWeights<W>
+void gemm(B& backend, const A& a, const W& w, const Bias& bias, C&& c) {
+    detail::gemm_stored(backend, a, w, bias, c, static_cast<const std::nullptr_t*>(nullptr));
+}
+
+// The same, over the backend's packed copy of w where it has one for these rows.
+template <Backend B, TensorLike A, TensorLike W, TensorLike Bias, TensorLike C>
+    requires StoredWeights<W> && HasPackedWeights<B, value_type_of_t<W>>
+void gemm(B& backend, const A& a, const W& w, const typename B::template PackedWeights<value_type_of_t<W>>& packed,
+          const Bias& bias, C&& c) {
+    detail::gemm_stored(backend, a, w, bias, c, &packed);
 }
 
 // c(M,N) = a(M,K) · w(N,K)ᵀ.

@@ -181,6 +181,13 @@ void complete(Service& service, const Settings& settings, const httplib::Request
         if (job.sampling.seed) *job.sampling.seed += i % r.n;  // n choices of one seeded prompt differ, reproducibly
         jobs.push_back(std::move(job));
     }
+    if (r.stream && r.echo) {  // before the engine can push the first generated piece
+        for (std::size_t i = 0; i < r.choices(); ++i) x->channel->push({i, x->prompt_text(i), {}});
+    }
+    if (r.choices() > service.engine->capacity()) {
+        throw ApiError(400, "the request asks for " + std::to_string(r.choices()) + " choices; this server runs at most " +
+                                std::to_string(service.engine->capacity()) + " at once (--parallel + --queue)", "n");
+    }
     if (!service.engine->submit(std::move(jobs))) {
         res.set_header("Retry-After", "1");
         throw ApiError(503, "the server is busy (" + std::to_string(service.engine->capacity()) +
@@ -217,9 +224,6 @@ void complete(Service& service, const Settings& settings, const httplib::Request
 
     // Streamed: one event per piece of text, the finish_reason with each choice's last event,
     // usage if asked, then [DONE]. A failed write (the client left) cancels the choices.
-    if (r.echo) {
-        for (std::size_t i = 0; i < x->done.size(); ++i) x->channel->push({i, x->prompt_text(i), {}});
-    }
     auto& tokenizer = *service.tokenizer;
     res.set_chunked_content_provider(
         "text/event-stream",

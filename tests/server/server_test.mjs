@@ -174,6 +174,9 @@ test('logit_bias, logprobs, echo and token prompts', async () => {
     const echoed = await s.client().completions.create({ prompt, max_tokens: 5, temperature: 0, echo: true });
     const plain = await s.client().completions.create({ prompt, max_tokens: 5, temperature: 0 });
     assert.equal(echoed.choices[0].text, prompt + plain.choices[0].text);
+    const echoedStream = await streamText(s.client(), { prompt, max_tokens: 5, temperature: 0, echo: true });
+    assert.equal(echoedStream.pieces[0], prompt, 'the prompt comes first');
+    assert.equal(echoedStream.text, prompt + plain.choices[0].text);
   });
 });
 
@@ -243,6 +246,8 @@ test('body limit, API key and a full queue', async () => {
     const ok = await client.completions.create({ prompt, max_tokens: 2 });
     assert.equal(ok.choices.length, 1);
     await assert.rejects(client.completions.create({ prompt: 'x'.repeat(5000), max_tokens: 1 }), (e) => e.status === 413);
+    // More choices than the server ever runs at once: a 400, not an endless 503.
+    await assert.rejects(client.completions.create({ prompt, max_tokens: 1, n: 2 }), (e) => e.status === 400 && e.param === 'n');
     // One sequence, no queue: a second request while one runs is refused with 503.
     const running = streamText(client, { prompt, max_tokens: 3000, temperature: 1, seed: 3, logit_bias: { 511: -100 } });
     await new Promise((r) => setTimeout(r, 50));

@@ -24,7 +24,7 @@
 #include <cstdint>    // std::int8_t
 #include <cstring>    // std::memcpy
 #include <type_traits>  // std::is_same_v, std::integral_constant
-#include <utility>    // std::index_sequence
+#include <utility>    // std::index_sequence, std::pair
 #include <vector>     // std::vector
 
 #include <tessera/backend/cpu/aligned_buffer.hpp>  // AlignedBuffer
@@ -661,7 +661,10 @@ void packed_panels_gemm(ThreadPool& pool, avx512vnni::PackedActivations& packed,
         if (ws.size() < 32 * blocks) ws = AlignedBuffer<float>(32 * blocks);
         for (std::size_t col = begin; col < end; col += 32) {
             const std::size_t cols = std::min<std::size_t>(32, end - col);
-            const auto [pq, ps] = panel(col, cols, wq.data(), ws.data());
+            // (not a structured binding: clang 14 cannot capture one in the tile lambda below)
+            const std::pair<const std::uint8_t*, const float*> panel_data = panel(col, cols, wq.data(), ws.data());
+            const std::uint8_t* pq = panel_data.first;
+            const float* ps = panel_data.second;
             for (std::size_t tile = 0; tile < tiles; ++tile) {
                 float* out = c + tile * packed_rows * n + col;
                 with_tile_rows(m - tile * packed_rows, [&]<std::size_t T>() {

@@ -8,13 +8,9 @@
 
 #include "../../examples/server/openai_api.hpp"
 #include "fuzz_input.hpp"
+#include "gpt2_tokenizer.hpp"
 
-namespace {
-const tessera::BpeTokenizer& gpt2() {
-    static const auto t = tessera::BpeTokenizer::from_directory(TESSERA_FUZZ_TOKENIZER_DIR);
-    return t;
-}
-}  // namespace
+using tessera::fuzz::gpt2;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     using namespace tessera::server;

@@ -1,7 +1,8 @@
 #pragma once
 // The two timed runs of the end-to-end GPT-2 benchmarks (bench_gpt2, bench_gpt2_cuda),
 // llama-bench style: pp = prefill of an n-token prompt; tg = decode steps after a 1-token
-// prompt, greedy, each step's logits on the host before the next; tg_batched = the same for
+// prompt, greedy, each step's logits on the host before the next (tg_argmax: the greedy token
+// found by the model instead); tg_batched = the same for
 // several sequences decoded together (llama-batched-bench's S_TG). Wall-clock seconds.
 #include <algorithm>
 #include <chrono>
@@ -41,6 +42,16 @@ struct Gpt2Runs {
             const auto next = std::max_element(logits.begin(), logits.end()) - logits.begin();
             logits = model.decode(static_cast<TokenId>(next));
         }
+        return seconds_since(t0);
+    }
+
+    // The same tokens as tg when the model finds the greedy token itself (prefill_argmax: on a
+    // device, one id crosses to the host instead of the logits).
+    double tg_argmax(std::size_t steps) const {
+        model.reset();
+        auto next = model.prefill_argmax(prompt_of(1));
+        const auto t0 = std::chrono::steady_clock::now();
+        for (std::size_t i = 0; i < steps && next; ++i) next = model.prefill_argmax(std::span<const TokenId>(&*next, 1));
         return seconds_since(t0);
     }
 

@@ -4,7 +4,7 @@
 // same run by a streaming kernel. Wall-clock timings: every step ends with its logits on the
 // host, so nothing is left in flight.
 //
-//   build/bench/bench_gpt2_cuda --model build/gpt2_fixtures/gpt2-124m [--pp 128,512] [--tg 128]
+//   build/bench/bench_gpt2_cuda --model build/gpt2_fixtures/gpt2-124m [--pp 128,512] [--tg 128] [--device 0]
 #include <algorithm>
 #include <cstdio>
 #include <sstream>
@@ -34,9 +34,10 @@ __global__ void read_kernel(const float4* data, std::size_t n4, float* sink) {
 // The device's read bandwidth: best of 10 passes over 2 GiB (far beyond the L2).
 double device_read_bandwidth(tessera::Cuda& cuda) {
     const std::size_t n = std::size_t{1} << 29;  // floats
+    const auto on = cuda.activate();
     tessera::gpu::DeviceBuffer<float> buffer(n), sink(1);
     int sms = 0;
-    tessera::gpu::check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), "cudaDeviceGetAttribute");
+    tessera::gpu::check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, cuda.device()), "cudaDeviceGetAttribute");
     cudaEvent_t start, stop;
     tessera::gpu::check(cudaEventCreate(&start), "cudaEventCreate");
     tessera::gpu::check(cudaEventCreate(&stop), "cudaEventCreate");
@@ -69,11 +70,13 @@ int main(int argc, char** argv) {
     std::string model_dir = "build/gpt2_fixtures/gpt2-124m";
     std::vector<std::size_t> pps{128, 512};
     std::size_t tg = 128;
+    int device = 0;
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string flag = argv[i], value = argv[i + 1];
         if (flag == "--model") model_dir = value;
         else if (flag == "--pp") pps = parse_list(value);
         else if (flag == "--tg") tg = std::stoul(value);
+        else if (flag == "--device") device = std::stoi(value);
         else {
             std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
             return 2;
@@ -83,9 +86,9 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "bench_gpt2_cuda: no CUDA device\n");
         return 1;
     }
-    tessera::Cuda cuda;
+    tessera::Cuda cuda(device);
     cudaDeviceProp prop{};
-    tessera::gpu::check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
+    tessera::gpu::check(cudaGetDeviceProperties(&prop, cuda.device()), "cudaGetDeviceProperties");
     const double bandwidth = device_read_bandwidth(cuda);
     tessera::load_gpt2(cuda, model_dir, [&](auto& model) {
         using M = std::remove_reference_t<decltype(model)>;
@@ -115,6 +118,9 @@ int main(int argc, char** argv) {
                         step_bytes * rate / 1e9, step_bytes * rate / bandwidth);
         }
         cuda.use_graphs(true);
+        const double t = best([&] { return runs.tg_argmax(tg); });
+        std::printf("tg%zu greedy, argmax on the device (one id copied back per token): %.0f tokens/s (%.3f ms/token)\n", tg,
+                    tg / t, 1e3 * t / tg);
     });
     return 0;
 }

@@ -47,6 +47,7 @@ int main(int argc, char** argv) {
     tessera::GenerationOptions generation;
     generation.max_new_tokens = 64;
     unsigned threads = tessera::Cpu::default_threads();
+    int device = 0;
     bool no_stream = false, json = false, verbose = false, allow_special = false;
     std::optional<std::uint64_t> seed;
     using tessera::cli::Bound, tessera::cli::real_number, tessera::cli::whole_number;
@@ -83,6 +84,7 @@ int main(int argc, char** argv) {
     std::optional<tessera::WeightFormatId> weights;
     tessera::cli::add_weights_option(app, weights);
     app.add_option("--backend", backend, "cpu or cuda (GPT-2 on the GPU: needs a CUDA build and device)")->check(CLI::IsMember({"cpu", "cuda"}));
+    app.add_option("--device", device, "CUDA device index (cuda backend)")->check(CLI::NonNegativeNumber);
     app.add_flag("--no-stream", no_stream, "print the text once at the end");
     app.add_flag("--json", json, "print one JSON object with the whole result (implies --no-stream)");
     app.add_flag("--verbose", verbose, "print the model and the sampling settings to stderr");
@@ -104,7 +106,7 @@ int main(int argc, char** argv) {
         const std::string text = prompt ? *prompt : tessera::cli::read_input("-");
         const auto tokenizer = tessera::open_tokenizer(model_dir);
         auto sampler = tessera::make_sampler(sampling);
-        const auto model = tessera::open_gpt2_on(backend, model_dir, threads, weights);
+        const auto model = tessera::open_gpt2_on(backend, model_dir, threads, weights, device);
         if (verbose) {
             std::fprintf(stderr, "model: %s%s; seed %llu\n", model->description().c_str(),
                          backend == "cpu" ? (", " + std::to_string(threads) + " threads").c_str() : "",

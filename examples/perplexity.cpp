@@ -100,6 +100,7 @@ int main(int argc, char** argv) {
     std::size_t stride = 0;
     using tessera::cli::whole_number;
     unsigned threads = tessera::Cpu::default_threads();
+    int device = 0;
     app.add_option("--model", model_dir, "a GPT-2 GGUF file, or a directory with config.json, model.safetensors (+ vocab.json, merges.txt)")
         ->required();
     auto* text_opt = app.add_option("--text-file", text_file, "UTF-8 text, tokenized with the model's tokenizer");
@@ -112,6 +113,7 @@ int main(int argc, char** argv) {
     tessera::cli::add_weights_option(app, weights);
     app.add_option("--backend", backend, "cpu or cuda (GPT-2 on the GPU: needs a CUDA build and device)")
         ->check(CLI::IsMember({"cpu", "cuda"}));
+    app.add_option("--device", device, "CUDA device index (cuda backend)")->check(CLI::NonNegativeNumber);
     app.add_option("--dump-logits", dump_logits,
                    "write every position's logits to this file: raw little-endian float32, row-major [T][V] "
                    "(T tokens, V vocabulary entries; row t holds the logits that predict token t+1)");
@@ -138,7 +140,7 @@ int main(int argc, char** argv) {
         }
         std::optional<tessera::cli::Output> dump, kl_out;
         if (!dump_logits.empty()) dump.emplace(dump_logits);
-        const auto model = tessera::open_gpt2_on(backend, model_dir, threads, weights);
+        const auto model = tessera::open_gpt2_on(backend, model_dir, threads, weights, device);
         if (tokenizer) tokenizer->check_vocab_size(model->vocabulary_size());  // ids must mean the same tokens
         std::optional<KlBase> kl_in;
         if (!kl_base_in.empty()) kl_in.emplace(kl_base_in, model->vocabulary_size(), tokens);

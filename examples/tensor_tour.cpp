@@ -26,7 +26,7 @@ int main() {
     gelu(cpu, h, h);                                      // GPT-2's tanh GELU
     // gemm(cpu, h, w_up, x);  // would not compile: h has 32 columns, w_up expects 8
 
-    const std::vector<float> out = to_host(h);
+    const std::vector<float> out = to_host(cpu, h);
     std::printf("h(4, 0..3) = %.4f %.4f %.4f %.4f\n", out[4 * Hidden], out[4 * Hidden + 1], out[4 * Hidden + 2],
                 out[4 * Hidden + 3]);
 }

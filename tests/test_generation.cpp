@@ -2,6 +2,9 @@
 // scripted model (its logits make a chosen token the argmax) and the real GPT-2 tokenizer.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -181,4 +184,105 @@ TEST_CASE("A tokenizer that does not match the model is refused", "[generation]"
     GreedySampler sampler(Rng(1), Greedy{});
     CHECK_THROWS_WITH((Generator<SmallVocabModel, GreedySampler>(model, gpt2(), sampler)),
                       Catch::Contains("the tokenizer has 50257 tokens but the model's vocab_size is 512"));
+}
+
+namespace {
+
+// The scripted model that also finds the greedy token itself (as GPT2::prefill_argmax does on a
+// device), counting how often; `broken` makes its logits NaN (and its argmax refuse them).
+struct ArgmaxScriptedModel : ScriptedModel {
+    std::size_t argmax_calls = 0;
+    bool broken = false;
+    std::optional<TokenId> prefill_argmax(std::span<const TokenId> tokens) {
+        ++argmax_calls;
+        position_ += tokens.size();
+        next();
+        if (broken) {
+            logits[3] = NAN;
+            return std::nullopt;
+        }
+        return static_cast<TokenId>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    }
+    std::span<const float> last_logits() { return logits; }
+};
+
+Completion generate_with(auto& model, auto& sampler, const std::string& prompt, const GenerationOptions& options,
+                         std::vector<std::string>& pieces) {
+    Generator generator(model, gpt2(), sampler);
+    return generator.generate(prompt, options, [&](std::string_view piece) { pieces.emplace_back(piece); });
+}
+
+}  // namespace
+
+// Every stop condition gives the same completion whether the sampler reads the logits or the
+// model hands over the greedy token (the path a GPU takes to copy one id instead of V logits).
+TEST_CASE("Greedy generation through the model's argmax equals generation from the logits", "[generation][argmax]") {
+    auto script = ids(" Hello world. The end x a b c d e f g h i j k");
+    GenerationOptions options;
+    options.max_new_tokens = GENERATE(3, 40);
+    options.context_shift = GENERATE(false, true);
+    const std::vector<std::vector<std::string>> stops{{}, {"world. T"}};
+    options.stop = GENERATE_REF(from_range(stops));
+    INFO("max_new_tokens " << options.max_new_tokens << ", context_shift " << options.context_shift << ", stops "
+                           << options.stop.size());
+    ScriptedModel plain{script};
+    ArgmaxScriptedModel direct;
+    direct.script = script;
+    GreedySampler sampler(Rng(1), Greedy{});
+    std::vector<std::string> plain_pieces, direct_pieces;
+    const Completion want = generate_with(plain, sampler, "x", options, plain_pieces);
+    const Completion got = generate_with(direct, sampler, "x", options, direct_pieces);
+    CHECK(direct.argmax_calls > 0);
+    CHECK(direct.prefills == 0);  // no logits were read
+    CHECK(got.tokens == want.tokens);
+    CHECK(got.text == want.text);
+    CHECK(got.stop_reason == want.stop_reason);
+    CHECK(got.context_shifts == want.context_shifts);
+    CHECK(direct_pieces == plain_pieces);
+}
+
+TEST_CASE("The argmax path is taken only where the sampler's choice is the argmax", "[generation][argmax]") {
+    SamplingParams params;
+    params.seed = 1;
+    params.temperature = 0;
+    CHECK(make_sampler(params).picks_argmax());
+    params.top_k = 5;  // truncations keep the largest logit
+    params.top_p = 0.5;
+    params.min_p = 0.1;
+    CHECK(make_sampler(params).picks_argmax());
+    for (int change = 0; change < 5; ++change) {
+        SamplingParams p = params;
+        if (change == 0) p.temperature = 0.7f;
+        if (change == 1) p.repetition_penalty = 1.1f;
+        if (change == 2) p.presence_penalty = 0.5f;
+        if (change == 3) p.no_repeat_ngram = 2;
+        if (change == 4) p.logit_bias = {{7, 5.0f}};
+        INFO("change " << change);
+        CHECK_FALSE(make_sampler(p).picks_argmax());
+    }
+    CHECK(Sampler<Greedy>(Rng(1), Greedy{}).picks_argmax());
+    CHECK_FALSE(Sampler<Multinomial>(Rng(1), Multinomial{}).picks_argmax());
+
+    // Log-probabilities need the logits: the model's argmax is not used.
+    ArgmaxScriptedModel model;
+    model.script = ids(" a b c");
+    auto sampler = make_sampler(params);
+    GenerationOptions options;
+    options.max_new_tokens = 3;
+    options.logprobs = 2;
+    std::vector<std::string> pieces;
+    const Completion c = generate_with(model, sampler, "x", options, pieces);
+    CHECK(model.argmax_calls == 0);
+    CHECK(c.logprobs.size() == 3);
+}
+
+TEST_CASE("NaN logits behind the model's argmax are still named by the sampler", "[generation][argmax][errors]") {
+    ArgmaxScriptedModel model;
+    model.script = ids(" a b c");
+    model.broken = true;
+    GreedySampler sampler(Rng(1), Greedy{});
+    std::vector<std::string> pieces;
+    CHECK_THROWS_WITH(generate_with(model, sampler, "x", GenerationOptions{}, pieces),
+                      Catch::Contains("the model's logit for token 3 is NaN"));
+    CHECK(model.argmax_calls == 1);
 }

@@ -2,8 +2,10 @@
 // clothes): the CUDA path's host-side logic, checked where there is no GPU. The logits must
 // equal the CPU model's (the same kernels run; 1e-5 because Eigen's reductions peel to an
 // aligned address found at run time, so the summation order follows where the heap put each
-// scratch buffer: 6.6e-7 seen), arrive through download(), and every one-token step must run
-// as one replayable unit that makes no backend memory and transfers nothing.
+// scratch buffer: 6.6e-7 seen), arrive through the backend's ordered transfers (OffHost runs
+// queued work only when the host waits, so a result read without waiting is stale), and every
+// one-token step must run as one replayable unit that makes no backend memory and transfers
+// nothing but its logits, queued (OffHost throws at once otherwise).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -12,6 +14,7 @@
 #include <vector>
 
 #include <tessera/models/load_gpt2.hpp>
+#include <tessera/models/open_tokenizer.hpp>
 #include <tessera/tessera.hpp>
 
 #include "gpt2_fixtures.hpp"
@@ -60,7 +63,7 @@ TEST_CASE("A device-style backend runs GPT-2 through transfers and replayable st
         CHECK(max_abs_difference(got_steps, want_steps) <= 1e-5);
         CHECK(off.steps == static_cast<int>(tokens.size() - 3));
         CHECK(OffHost::downloads - downloads_before == off.steps);  // one logits download per step
-        CHECK(OffHost::buffers_made_in_steps == 0);
+        CHECK(off.queued() == 0);  // the host waited for every step it read
 
         // A bad id fails inside the step; the position does not move and the model goes on.
         const std::size_t position = model.position();
@@ -72,12 +75,10 @@ TEST_CASE("A device-style backend runs GPT-2 through transfers and replayable st
 
 TEST_CASE("The first decode step sizes its buffers before the step, not inside it", "[gpt2][off-host]") {
     OffHost off(1);
-    OffHost::buffers_made_in_steps = 0;
     load_gpt2(off, test::gpt2_fixtures + "/tiny", [&](auto& model) {
-        model.decode(1);  // no prefill before: the scratch is still empty
-        model.decode(2);
+        CHECK_NOTHROW(model.decode(1));  // no prefill before: the scratch is still empty
+        CHECK_NOTHROW(model.decode(2));
         CHECK(off.steps == 2);
-        CHECK(OffHost::buffers_made_in_steps == 0);
     });
 }
 
@@ -95,4 +96,84 @@ TEST_CASE("A backend without a copy kernel refuses a step over several sequences
         CHECK(model.step(one).size() == model.vocabulary_size());
         CHECK(a->position() == 2);
     });
+}
+
+// The instrument itself: each break of the contract that a CUDA run would punish (sometimes
+// silently) fails here, at once or as a stale result.
+TEST_CASE("The device-style backend punishes what a CUDA stream and graph capture would", "[off-host][errors]") {
+    OffHost off(1);
+    Tensor<float, Extents<4>, OffHost> x;
+    const std::vector<float> values{1, 2, 3, 4};
+    copy_from_host(off, std::span<const float>(values), x);
+    OffHost::HostBuffer<float> back(4);
+    off.download_async(x.data(), back.data(), 4);
+    CHECK(std::vector<float>(back.data(), back.data() + 4) == std::vector<float>(4, 0.0f));  // not waited for: stale
+    off.synchronize();
+    CHECK(std::vector<float>(back.data(), back.data() + 4) == values);
+    CHECK(to_host(off, x) == values);
+
+    std::vector<float> pageable(4);
+    CHECK_THROWS_WITH(off.download_async(x.data(), pageable.data(), 4),
+                      "OffHost: an async download into memory that is not a HostBuffer");
+    const auto in_step = [&](auto&& what) { off.run_as_graph(what); };
+    CHECK_THROWS_WITH(in_step([] { Tensor<float, Extents<4>, OffHost> y; }), "OffHost: a buffer allocated inside a captured step");
+    CHECK_THROWS_WITH(in_step([&] { copy_from_host(off, std::span<const float>(values), x); }),
+                      "OffHost: an upload inside a captured step");
+    CHECK_THROWS_WITH(in_step([&] { to_host(off, x); }), "OffHost: a download inside a captured step");
+    CHECK_THROWS_WITH(in_step([&] { off.synchronize(); }), "OffHost: a synchronize inside a captured step");
+    CHECK_NOTHROW(in_step([&] { off.download_async(x.data(), back.data(), 4); }));  // into pinned memory: allowed
+    off.synchronize();
+}
+
+// Greedy decoding on a device finds the token there: one id crosses, not V logits. Tokens equal
+// the CPU model's read from its logits (the sampler's own greedy choice), and the model's
+// argmax refuses NaN / infinity / nothing-left rows as the sampler would.
+TEST_CASE("Greedy generation on a device backend copies token ids, not logits", "[gpt2][off-host][argmax]") {
+    const std::string dir = std::string(TESSERA_TEST_DATA_DIR) + "/fortunes-gpt2";  // a trained model: text, not noise
+    const BpeTokenizer tokenizer = open_tokenizer(dir);
+    GenerationOptions options;
+    options.max_new_tokens = 24;
+    options.ignore_eos = true;
+    SamplingParams params;
+    params.temperature = 0;
+    params.seed = 3;
+    Cpu cpu(2);
+    OffHost off(2);
+    Completion want, got;
+    load_gpt2(cpu, dir, [&](auto& model) {
+        auto sampler = make_sampler(params);
+        GenerationOptions with_logprobs = options;
+        with_logprobs.logprobs = 0;  // needs the logits: the sampler chooses from them
+        want = Generator(model, tokenizer, sampler).generate("The", with_logprobs, [](std::string_view) {});
+    });
+    load_gpt2(off, dir, [&](auto& model) {
+        auto sampler = make_sampler(params);
+        const int downloads = OffHost::downloads;
+        got = Generator(model, tokenizer, sampler).generate("The", options, [](std::string_view) {});
+        CHECK(OffHost::downloads == downloads);  // no logits came back
+    });
+    REQUIRE(want.tokens.size() == 24);
+    CHECK(got.tokens == want.tokens);
+    CHECK(got.text == want.text);
+}
+
+TEST_CASE("argmax_rows picks the lowest of equal maxima and refuses NaN and infinity", "[off-host][argmax]") {
+    OffHost off(1);
+    Cpu cpu(1);
+    const float inf = INFINITY;
+    const std::vector<float> rows{1, 5, 5, 2,  //
+                                  -inf, -inf, -inf, -inf,  //
+                                  0, NAN, 9, 1,  //
+                                  0, inf, 1, 2,  //
+                                  -inf, -3, -inf, -7};
+    const std::vector<std::int32_t> want{1, -1, -1, -1, 1};
+    Tensor<float, Extents<dyn, 4>, OffHost> x(5);
+    copy_from_host(off, std::span<const float>(rows), x);
+    std::vector<std::int32_t> got(5, 99), on_cpu(5, 99);
+    off.argmax_rows(x.view(), got);
+    CHECK(got == want);
+    Tensor<float, Extents<dyn, 4>, Cpu> h(5);
+    copy_from_host(std::span<const float>(rows), h);
+    cpu.argmax_rows(h.view(), on_cpu);
+    CHECK(on_cpu == want);
 }

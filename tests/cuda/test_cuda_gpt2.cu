@@ -112,6 +112,24 @@ TEST_CASE("CUDA greedy decoding gives the CPU's tokens for 64 steps", "[cuda][gp
     });
 }
 
+// Greedy decoding with the argmax on the device (one id copied back per token) picks what the
+// CPU's logits pick.
+TEST_CASE("CUDA greedy tokens found on the device equal the CPU's", "[cuda][gpt2][argmax]") {
+    with_models("gpt2-124m", [&](auto& cpu, auto& gpu) {
+        std::vector<TokenId> want{1, 2, 3}, got{1, 2, 3};
+        want.push_back(argmax(cpu.prefill(want)));
+        got.push_back(*gpu.prefill_argmax(got));
+        for (int i = 0; i < 32; ++i) {
+            want.push_back(argmax(cpu.decode(want.back())));
+            const auto id = gpu.prefill_argmax(std::span<const TokenId>(&got.back(), 1));
+            REQUIRE(id.has_value());
+            got.push_back(*id);
+        }
+        CHECK(got == want);
+        CHECK(gpu.last_logits().size() == gpu.vocabulary_size());
+    });
+}
+
 TEST_CASE("CUDA KV-cache decoding equals full recomputation", "[cuda][gpt2]") {
     const std::string name = GENERATE(as<std::string>{}, "tiny", "odd-heads", "gpt2-124m");
     const auto tokens = test::fixture_tokens();

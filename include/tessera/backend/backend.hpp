@@ -9,6 +9,7 @@
 #include <cstdint>   // std::int32_t
 #include <span>      // std::span
 #include <type_traits>  // std::is_same_v
+#include <vector>       // std::vector
 
 #include <tessera/core/concepts.hpp>     // StorageBackend
 #include <tessera/core/tensor_view.hpp>  // MatrixView, VectorView, Tensor3View
@@ -78,11 +79,17 @@ concept HasPackedWeights = requires(B& b, MatrixView<const float, B> a, MatrixVi
 template <class B, class W>
 concept RunsWeightsAs = std::is_same_v<W, float> || (HasGemmWith<B, W> && HasGatherRowsWith<B, W>);
 
-// Copies between host memory and the backend's memory.
+// Copies between host memory and the backend's memory, members of the backend instance and
+// ordered with the work it queued (a device backend's stream): upload() may return before the
+// copy lands, but every kernel queued after it sees the data, and the host may reuse its
+// source at once; download() returns with the data on the host, after everything queued
+// before it. synchronize() waits for all queued work. A step run by run_as_graph (RunsGraphs)
+// may not upload, download or synchronize: a captured stream cannot wait for the host.
 template <class B>
-concept HasTransfers = requires(const float* src, float* dst, std::size_t n) {
-    B::upload(src, dst, n);
-    B::download(src, dst, n);
+concept HasTransfers = requires(B& b, const float* src, float* dst, std::size_t n) {
+    b.upload(src, dst, n);
+    b.download(src, dst, n);
+    b.synchronize();
 };
 
 template <class B>
@@ -114,7 +121,53 @@ concept HasCopy = requires(B& b, VectorView<const float, B> src, VectorView<floa
 
 // Optional: runs a step that only queues work on the backend as one replayable unit (a CUDA
 // graph), to save per-kernel launch overhead. Models use it for the decode step when present.
+// The step may queue kernels and download_async (HasAsyncDownload) only: no allocation of
+// backend memory (a Buffer), no upload, download or synchronize (HasTransfers).
 template <class B>
 concept RunsGraphs = requires(B& b, void (*step)()) { b.run_as_graph(step); };
+
+// Optional: host memory the backend copies to without staging (CUDA's pinned memory), and a
+// download into it that only queues the copy: the host reads it after synchronize(). It may
+// be queued inside run_as_graph, so a step's results come back in the same replay.
+template <class B>
+concept HasAsyncDownload = requires(B& b, const float* src, typename B::template HostBuffer<float>& dst, std::size_t n) {
+    requires std::constructible_from<typename B::template HostBuffer<float>, std::size_t>;
+    { dst.data() } -> std::same_as<float*>;
+    b.download_async(src, dst.data(), n);
+};
+
+// Host memory for results read back from backend B: its HostBuffer where it has one, else a
+// std::vector.
+template <class B, class T>
+struct host_buffer {
+    using type = std::vector<T>;
+};
+template <class B, class T>
+    requires HasAsyncDownload<B>
+struct host_buffer<B, T> {
+    using type = typename B::template HostBuffer<T>;
+};
+template <class B, class T>
+using host_buffer_t = typename host_buffer<B, T>::type;
+
+// Optional: out[r] = the column of the largest value in row r of x, the lowest among equals,
+// or -1 when the row holds a NaN or +infinity (which no sampler accepts); out is on the host
+// and written when the call returns. A device backend finds greedy tokens this way without
+// copying the logits out.
+template <class B>
+concept HasArgmaxRows = requires(B& b, MatrixView<const float, B> x, std::span<std::int32_t> out) { b.argmax_rows(x, out); };
+
+// Optional: makes the backend current on this thread until the returned guard ends (CUDA: its
+// device, and its stream for the zero fill of new buffers), so that buffers allocated in that
+// time land on its device. Models hold one while they allocate.
+template <class B>
+concept ActivatesOnThread = requires(B& b) { b.activate(); };
+
+// The guard of b.activate() where B has one, else an empty object.
+template <class B>
+auto activate(B& b) {
+    if constexpr (ActivatesOnThread<B>) return b.activate();
+    else return 0;
+}
 
 }  // namespace tessera

@@ -11,6 +11,7 @@
 #include <vector>     // std::vector
 
 #include <tessera/backend/backend.hpp>              // AttentionOperands
+#include <tessera/backend/cpu/argmax.hpp>          // argmax_row
 #include <tessera/backend/cpu/aligned_buffer.hpp>   // AlignedBuffer
 #include <tessera/backend/cpu/attention.hpp>        // causal_attention
 #include <tessera/backend/cpu/elementwise.hpp>      // add, gelu
@@ -29,14 +30,16 @@ public:
     template <class T>
     using Buffer = cpu::AlignedBuffer<T>;
 
+    // Transfers (HasTransfers): every kernel has finished when it returns, so a copy is all.
     template <class T>
-    static void upload(const T* host, T* dst, std::size_t n) {
+    void upload(const T* host, T* dst, std::size_t n) {
         std::copy_n(host, n, dst);
     }
     template <class T>
-    static void download(const T* src, T* host, std::size_t n) {
+    void download(const T* src, T* host, std::size_t n) {
         std::copy_n(src, n, host);
     }
+    void synchronize() noexcept {}
 
     static unsigned default_threads() noexcept { return std::max(1u, std::thread::hardware_concurrency()); }
 
@@ -133,6 +136,11 @@ public:
         const std::size_t c = out.extent(1), stored = table.extent(1);
         for (std::size_t i = 0; i < ids.size(); ++i)
             WeightFormat<W>::dequantize(table.data() + static_cast<std::size_t>(ids[i]) * stored, out.data() + i * c, c);
+    }
+
+    // Each row's greedy token (HasArgmaxRows).
+    void argmax_rows(MatrixView<const float, Cpu> x, std::span<std::int32_t> out) {
+        for (std::size_t r = 0; r < x.extent(0); ++r) out[r] = cpu::argmax_row(x.data() + r * x.extent(1), x.extent(1));
     }
 
 private:

@@ -91,17 +91,59 @@ public:
     }
 
     // The logits after the last pending token ran: chooses the next token and gives the text it
-    // completes to on_text (pieces that concatenate to Completion::text). `sampling_seconds`
-    // is added to the completion's time for sampling.
+    // completes to on_text (pieces that concatenate to Completion::text). The time for sampling
+    // is added to the completion's sampling_seconds.
     template <class OnText>
     void accept(std::span<const float> logits, OnText&& on_text) {
         using clock = std::chrono::steady_clock;
-        if (finished_ || !pending().empty()) throw ArgumentError("CompletionState: logits accepted before the pending tokens ran");
-        if (c_.tokens.size() == max_new_tokens_) return stop(StopReason::max_new_tokens, on_text);
+        if (!expects_token(on_text)) return;
         const auto t0 = clock::now();
         scratch_.assign(logits.begin(), logits.end());
         const TokenId token = sampler_->sample(scratch_, context_);
         c_.sampling_seconds += std::chrono::duration<double>(clock::now() - t0).count();
+        take(token, logits, on_text);
+    }
+    // The same with the token already chosen: the largest logit's, where the sampler
+    // picks_argmax() and no log-probabilities are asked for (the model found it).
+    template <class OnText>
+    void accept_argmax(TokenId token, OnText&& on_text) {
+        if (logprobs_) throw ArgumentError("CompletionState: log-probabilities need the logits, not only the chosen token");
+        if (!expects_token(on_text)) return;
+        take(token, {}, on_text);
+    }
+
+    // Ends the completion now (a cancelled request): what was shown stays the text.
+    template <class OnText>
+    void cancel(OnText&& on_text) {
+        if (!finished_) stop(StopReason::cancelled, on_text);
+    }
+    // Ends it with an error (e.g. the sampler refused NaN logits); the text is what was shown.
+    template <class OnText>
+    void fail(std::string message, OnText&& on_text) {
+        if (finished_) return;
+        c_.error = std::move(message);
+        stop(StopReason::error, on_text);
+    }
+
+    // The completion, once finished(); total_seconds is the caller's to set.
+    Completion& completion() noexcept { return c_; }
+    std::span<const TokenId> context() const noexcept { return context_; }
+
+private:
+    // Whether a token is due now (the pending tokens ran); ends the completion once the
+    // tokens asked for are there.
+    template <class OnText>
+    bool expects_token(OnText& on_text) {
+        if (finished_ || !pending().empty()) throw ArgumentError("CompletionState: logits accepted before the pending tokens ran");
+        if (c_.tokens.size() != max_new_tokens_) return true;
+        stop(StopReason::max_new_tokens, on_text);
+        return false;
+    }
+
+    // Appends the chosen token (and its log-probability under `logits` when asked for) and
+    // shows the text it completes; stops on EOS, a stop string, the length or a full context.
+    template <class OnText>
+    void take(TokenId token, std::span<const float> logits, OnText& on_text) {
         if (const auto eos = tokenizer_->eos_id(); eos && token == *eos && !ignore_eos_) return stop(StopReason::eos, on_text);
         c_.tokens.push_back(token);
         if (logprobs_) c_.logprobs.push_back(token_logprob(logits, token, *logprobs_));
@@ -126,24 +168,6 @@ public:
         decoding_ = true;
     }
 
-    // Ends the completion now (a cancelled request): what was shown stays the text.
-    template <class OnText>
-    void cancel(OnText&& on_text) {
-        if (!finished_) stop(StopReason::cancelled, on_text);
-    }
-    // Ends it with an error (e.g. the sampler refused NaN logits); the text is what was shown.
-    template <class OnText>
-    void fail(std::string message, OnText&& on_text) {
-        if (finished_) return;
-        c_.error = std::move(message);
-        stop(StopReason::error, on_text);
-    }
-
-    // The completion, once finished(); total_seconds is the caller's to set.
-    Completion& completion() noexcept { return c_; }
-    std::span<const TokenId> context() const noexcept { return context_; }
-
-private:
     template <class OnText>
     void show(std::size_t until, OnText& on_text) {
         if (until > shown_) on_text(std::string_view(text_).substr(shown_, until - shown_));

@@ -9,7 +9,9 @@
 // context is full; with context_shift it instead keeps the newest half of the window and
 // recomputes. The pieces given to on_text concatenate to Completion::text.
 #include <chrono>       // std::chrono::steady_clock
+#include <concepts>     // std::same_as
 #include <cstddef>      // std::size_t
+#include <optional>     // std::optional
 #include <span>         // std::span
 #include <string>       // std::string
 #include <string_view>  // std::string_view
@@ -41,6 +43,15 @@ public:
             if (state.starts_over()) model_.reset();
             const std::span<const TokenId> tokens = state.pending();
             const auto t0 = clock::now();
+            if constexpr (ArgmaxLanguageModel<Model>) {
+                if (finds_argmax(options)) {  // the model finds the token; the logits stay where they are
+                    const std::optional<TokenId> token = model_.prefill_argmax(tokens);
+                    state.ran(tokens.size(), seconds(t0));
+                    if (token) state.accept_argmax(*token, on_text);
+                    else state.accept(model_.last_logits(), on_text);  // NaN or infinity: the sampler names it
+                    continue;
+                }
+            }
             const std::span<const float> logits = tokens.size() == 1 ? model_.decode(tokens[0]) : model_.prefill(tokens);
             state.ran(tokens.size(), seconds(t0));
             state.accept(logits, on_text);
@@ -51,6 +62,17 @@ public:
     }
 
 private:
+    // Whether the sampler picks the largest logit's token (greedy) and nothing else needs the
+    // logits, so that the model may find that token where the logits are (a GPU: one id copied
+    // to the host instead of the whole vocabulary's logits).
+    bool finds_argmax(const GenerationOptions& options) const {
+        if constexpr (requires(const Sampler& s) { { s.picks_argmax() } -> std::same_as<bool>; }) {
+            return !options.logprobs && sampler_.picks_argmax();
+        } else {
+            return false;
+        }
+    }
+
     Model& model_;
     const BpeTokenizer& tokenizer_;
     Sampler& sampler_;

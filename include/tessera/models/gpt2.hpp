@@ -61,8 +61,14 @@ public:
     explicit GPT2(B& backend)
         requires Config::is_static
         : GPT2(backend, Config::shape()) {}
-    // `shape` must fit Config's static dimensions (any shape for GPT2Dynamic).
-    GPT2(B& backend, const GPT2Shape& shape)
+    // `shape` must fit Config's static dimensions (any shape for GPT2Dynamic). The buffers are
+    // allocated with the backend active on this thread (ActivatesOnThread: its CUDA device).
+    GPT2(B& backend, const GPT2Shape& shape) : GPT2(backend, shape, tessera::activate(backend)) {}
+
+private:
+    // `active` (the guard above) lives until this constructor returns.
+    template <class Active>
+    GPT2(B& backend, const GPT2Shape& shape, const Active&)
         : backend_(&backend),
           shape_(checked(shape)),
           wte_(shape.vocab_size, shape.n_embd),
@@ -76,6 +82,8 @@ public:
         blocks_.reserve(shape.n_layer);
         for (std::size_t i = 0; i < shape.n_layer; ++i) blocks_.emplace_back(shape.n_embd, shape.n_head, shape.n_inner);
     }
+
+public:
 
     // A sequence's keys and values in every layer, for `context` positions (at most the
     // model's), and its position: what step() runs. The model's own one serves prefill() and
@@ -99,6 +107,7 @@ public:
             throw ArgumentError("GPT2: a sequence of " + std::to_string(context) + " positions exceeds the model's context of " +
                                 std::to_string(shape_.n_ctx));
         }
+        [[maybe_unused]] const auto active = tessera::activate(*backend_);
         return std::make_unique<Sequence>(shape_, context);
     }
 
@@ -107,7 +116,8 @@ public:
     // `tie_word_embeddings` is false, when lm_head.weight must exist (as Hugging Face does: a
     // tied model ignores a stored lm_head.weight).
     void load(const Checkpoint& file, float layer_norm_eps = 1e-5f, bool tie_word_embeddings = true) {
-        const WeightSource root{file, ""};
+        [[maybe_unused]] const auto active = tessera::activate(*backend_);
+        const WeightSource<B> root{file, "", *backend_};
         wte_.load(root, "wte.weight");
         positions_.load(root, "wpe.weight");
         for (std::size_t i = 0; i < n_layers(); ++i) blocks_[i].load(root.sub("h." + std::to_string(i) + "."), layer_norm_eps);
@@ -141,33 +151,41 @@ public:
     // the same path (cpu::activation_precision: by the step's row count). More than one
     // sequence needs a backend that copies within its memory (HasCopy).
     std::span<const float> step(std::span<const SequenceTokens> batch) {
-        const std::size_t rows = admit(batch);
-        const std::size_t n = batch.size();
-        const auto queue = [&] {
-            const auto x = run_blocks(batch, rows);
-            const auto normed = scratch_.normed.view().rows(0, n);
-            if (n == 1) {
-                ln_f_(*backend_, x.rows(rows - 1, 1), normed);
-                gemv(*backend_, head(), normed.flat(), logits_.view().rows(0, 1).flat());
-            } else if constexpr (HasCopy<B>) {  // each sequence's last row, then one product
-                const auto last = scratch_.delta.view().rows(0, n);
-                for (std::size_t i = 0; i < n; ++i) copy(*backend_, x.rows(slices_[i].row + slices_[i].count - 1, 1), last.rows(i, 1));
-                ln_f_(*backend_, last, normed);
-                gemm(*backend_, normed, head(), logits_.view().rows(0, n));
-            }
-        };
-        if constexpr (RunsGraphs<B>) {
-            if (rows == 1) backend_->run_as_graph(queue);
-            else queue();
-        } else {
-            queue();
-        }
-        for (std::size_t i = 0; i < n; ++i) sequence_of(batch[i]).advance(batch[i].tokens.size());
+        [[maybe_unused]] const auto active = tessera::activate(*backend_);
+        const std::size_t n = run_step(batch, true);
         if constexpr (B::host_accessible) {
             return {logits_.data(), n * shape_.vocab_size};
         } else {
-            B::download(logits_.data(), host_logits_.data(), host_logits_.size());
-            return host_logits_;
+            if constexpr (HasAsyncDownload<B>) backend_->synchronize();  // the copy queued in the step
+            else backend_->download(logits_.data(), host_logits_.data(), n * shape_.vocab_size);
+            return {host_logits_.data(), n * shape_.vocab_size};
+        }
+    }
+
+    // Appends tokens and returns the token with the largest last-position logit (the lowest id
+    // among equals): what greedy sampling picks, found where the logits are (a device backend
+    // copies one id instead of V logits). Nothing when a logit is NaN or +infinity, or none is
+    // above -infinity: last_logits() then has them, for the sampler to name the fault.
+    std::optional<TokenId> prefill_argmax(std::span<const TokenId> tokens)
+        requires HasArgmaxRows<B>
+    {
+        [[maybe_unused]] const auto active = tessera::activate(*backend_);
+        const SequenceTokens one{&own_, tokens};
+        run_step(std::span<const SequenceTokens>(&one, 1), false);
+        std::int32_t id = -1;
+        backend_->argmax_rows(MatrixView<const float, B>(logits_.data(), DynExtents<2>(1, shape_.vocab_size)),
+                              std::span<std::int32_t>(&id, 1));
+        if (id < 0) return std::nullopt;
+        return static_cast<TokenId>(id);
+    }
+    // The last position's logits (V) of the last prefill, decode or prefill_argmax, on the host.
+    std::span<const float> last_logits() {
+        if constexpr (B::host_accessible) {
+            return {logits_.data(), shape_.vocab_size};
+        } else {
+            [[maybe_unused]] const auto active = tessera::activate(*backend_);
+            backend_->download(logits_.data(), host_logits_.data(), shape_.vocab_size);
+            return {host_logits_.data(), shape_.vocab_size};
         }
     }
 
@@ -178,12 +196,16 @@ public:
     // of 2-16 rows).
     void reserve_steps(std::size_t sequences, std::size_t rows) {
         if (sequences == 0 || rows < sequences) throw ArgumentError("GPT2: reserve_steps needs rows >= sequences >= 1");
+        [[maybe_unused]] const auto active = tessera::activate(*backend_);
         if (sequences > 1 && !HasCopy<B>) {
             throw ArgumentError(std::string("GPT2: the ") + B::name + " backend runs one sequence per step");
         }
         scratch_.reserve(rows, sequences > 1);
         if (x_.extent(0) < rows) x_ = Tensor<float, Extents<dyn, n_embd>, B>(rows, shape_.n_embd);
         if (logits_.extent(0) < sequences) logits_ = Tensor<float, Extents<dyn, vocab_size>, B>(sequences, shape_.vocab_size);
+        if (!B::host_accessible && host_logits_.size() < sequences * shape_.vocab_size) {
+            host_logits_ = host_buffer_t<B, float>(sequences * shape_.vocab_size);
+        }
         if (ids_.capacity() < rows) ids_.reserve(rows);
         if (slices_.capacity() < sequences) slices_.reserve(sequences);
         if constexpr (ReservesAttentionScratch<B>) backend_->reserve_attention(rows, shape_.n_ctx);
@@ -192,6 +214,7 @@ public:
 
     // reserve_steps does this for more than one sequence; explicit, it packs now.
     void prepare_batches() {
+        [[maybe_unused]] const auto active = tessera::activate(*backend_);
         for (auto& block : blocks_) block.prepare_batches(*backend_);
         batches_prepared_ = true;
     }
@@ -201,6 +224,7 @@ public:
 
     // Appends tokens; returns every position's logits, row-major [T][V] (allocates T·V floats).
     std::vector<float> prefill_all(std::span<const TokenId> tokens) {
+        [[maybe_unused]] const auto active = tessera::activate(*backend_);
         const SequenceTokens one{&own_, tokens};
         const std::size_t t = admit(std::span<const SequenceTokens>(&one, 1));
         const auto x = run_blocks(std::span<const SequenceTokens>(&one, 1), t);
@@ -209,7 +233,7 @@ public:
         ln_f_(*backend_, x, normed);
         Tensor<float, Extents<dyn, vocab_size>, B> all(t, shape_.vocab_size);
         gemm(*backend_, normed, head(), all);
-        return to_host(all);
+        return to_host(*backend_, all);
     }
 
     const GPT2Shape& shape() const noexcept { return shape_; }
@@ -243,6 +267,38 @@ private:
     }
 
     const auto& head() const { return lm_head_ ? lm_head_->table : wte_.table; }
+
+    // Queues the step (as one graph for a one-token step where the backend has graphs), and,
+    // on a device backend with async downloads and when `download` is set, the copy of the
+    // logits to host_logits_ within it; advances each sequence. Returns the sequences' count.
+    std::size_t run_step(std::span<const SequenceTokens> batch, bool download) {
+        const std::size_t rows = admit(batch);
+        const std::size_t n = batch.size();
+        const auto queue = [&] {
+            const auto x = run_blocks(batch, rows);
+            const auto normed = scratch_.normed.view().rows(0, n);
+            if (n == 1) {
+                ln_f_(*backend_, x.rows(rows - 1, 1), normed);
+                gemv(*backend_, head(), normed.flat(), logits_.view().rows(0, 1).flat());
+            } else if constexpr (HasCopy<B>) {  // each sequence's last row, then one product
+                const auto last = scratch_.delta.view().rows(0, n);
+                for (std::size_t i = 0; i < n; ++i) copy(*backend_, x.rows(slices_[i].row + slices_[i].count - 1, 1), last.rows(i, 1));
+                ln_f_(*backend_, last, normed);
+                gemm(*backend_, normed, head(), logits_.view().rows(0, n));
+            }
+            if constexpr (!B::host_accessible && HasAsyncDownload<B>) {
+                if (download) backend_->download_async(logits_.data(), host_logits_.data(), n * shape_.vocab_size);
+            }
+        };
+        if constexpr (RunsGraphs<B>) {
+            if (rows == 1) backend_->run_as_graph(queue);
+            else queue();
+        } else {
+            queue();
+        }
+        for (std::size_t i = 0; i < n; ++i) sequence_of(batch[i]).advance(batch[i].tokens.size());
+        return n;
+    }
 
     Sequence& sequence_of(const SequenceTokens& s) const {
         auto* seq = dynamic_cast<Sequence*>(s.sequence);
@@ -309,7 +365,7 @@ private:
     typename Block::Scratch scratch_;                       // per-block activations
     Tensor<float, Extents<dyn, n_embd>, B> x_;              // (cap, C) residual stream
     Tensor<float, Extents<dyn, vocab_size>, B> logits_;     // (sequences cap, V)
-    std::vector<float> host_logits_;                        // (V) on the host, for device backends
+    host_buffer_t<B, float> host_logits_;                   // (sequences cap, V) on the host, for device backends
     std::vector<TokenId> ids_;                              // the step's tokens, all sequences
     std::vector<CacheRows<typename Block::Cache>> slices_;  // the step's sequences, one layer's caches
     Sequence own_;                                          // what prefill() and decode() run

@@ -7,6 +7,7 @@
 #include <concepts>  // std::convertible_to
 #include <cstddef>   // std::size_t
 #include <memory>    // std::unique_ptr, std::shared_ptr
+#include <optional>  // std::optional
 #include <span>      // std::span
 #include <string>    // std::string
 #include <string_view>  // std::string_view
@@ -38,6 +39,14 @@ concept BatchingLanguageModel = CausalLanguageModel<M> && requires(M& m, std::sp
     m.reserve_steps(n, n);
 };
 
+// ... and greedy decoding without the logits crossing to the host (GPT2::prefill_argmax): the
+// next token when it is the largest logit's, or nothing (then last_logits() has the logits).
+template <class M>
+concept ArgmaxLanguageModel = CausalLanguageModel<M> && requires(M& m, std::span<const TokenId> ids) {
+    { m.prefill_argmax(ids) } -> std::convertible_to<std::optional<TokenId>>;
+    { m.last_logits() } -> std::convertible_to<std::span<const float>>;
+};
+
 // ... and what perplexity evaluation needs on top: every position's logits, [T][V].
 template <class M>
 concept ScoringLanguageModel = CausalLanguageModel<M> && requires(M& m, std::span<const TokenId> ids) {
@@ -53,6 +62,8 @@ public:
     virtual std::span<const float> prefill(std::span<const TokenId> tokens) = 0;
     virtual std::span<const float> decode(TokenId token) = 0;
     virtual std::vector<float> prefill_all(std::span<const TokenId> tokens) = 0;
+    virtual std::optional<TokenId> prefill_argmax(std::span<const TokenId> tokens) = 0;
+    virtual std::span<const float> last_logits() = 0;
     virtual void reset() = 0;
     // Batched generation (GPT2::new_sequence, step, reserve_steps).
     virtual std::unique_ptr<SequenceState> new_sequence(std::size_t context = 0) const = 0;
@@ -67,7 +78,7 @@ public:
 // The interface over a concrete model M, owning it and, in keep_alive, what it must not outlive
 // (its backend, when the caller does not own that).
 template <class M>
-    requires ScoringLanguageModel<M> && BatchingLanguageModel<M>
+    requires ScoringLanguageModel<M> && BatchingLanguageModel<M> && ArgmaxLanguageModel<M>
 class LanguageModelFor final : public LanguageModel {
 public:
     LanguageModelFor(std::unique_ptr<M> model, std::string description, std::shared_ptr<void> keep_alive = nullptr)
@@ -79,6 +90,8 @@ public:
     std::span<const float> prefill(std::span<const TokenId> tokens) override { return model_->prefill(tokens); }
     std::span<const float> decode(TokenId token) override { return model_->decode(token); }
     std::vector<float> prefill_all(std::span<const TokenId> tokens) override { return model_->prefill_all(tokens); }
+    std::optional<TokenId> prefill_argmax(std::span<const TokenId> tokens) override { return model_->prefill_argmax(tokens); }
+    std::span<const float> last_logits() override { return model_->last_logits(); }
     void reset() override { model_->reset(); }
     std::unique_ptr<SequenceState> new_sequence(std::size_t context) const override { return model_->new_sequence(context); }
     std::span<const float> step(std::span<const SequenceTokens> batch) override { return model_->step(batch); }

@@ -1,7 +1,8 @@
 #pragma once
 // open_gpt2_on("cpu" | "cuda", path, threads): GPT-2 on a backend named at run time, as a
 // LanguageModel that owns its backend (a --backend flag's whole job). "cuda" needs tessera::cuda
-// linked (open_gpt2_cuda); the CPU backend is created with `cpu_threads` threads.
+// linked (open_gpt2_cuda) and runs on CUDA device `cuda_device`; the CPU backend is created
+// with `cpu_threads` threads.
 #include <filesystem>   // std::filesystem::path
 #include <memory>       // std::unique_ptr, std::make_shared
 #include <optional>     // std::optional
@@ -16,12 +17,13 @@
 namespace tessera {
 
 inline std::unique_ptr<LanguageModel> open_gpt2_on(std::string_view backend, const std::filesystem::path& dir,
-                                                   unsigned cpu_threads, std::optional<WeightFormatId> weights = std::nullopt) {
+                                                   unsigned cpu_threads, std::optional<WeightFormatId> weights = std::nullopt,
+                                                   int cuda_device = 0) {
     if (backend == "cuda") {
         if (weights && *weights != WeightFormatId::f32) {
             throw ArgumentError("the CUDA backend runs f32 weights only (bf16, q8_0 and q4_0 run on the CPU backend)");
         }
-        return open_gpt2_cuda(dir);
+        return open_gpt2_cuda(dir, cuda_device);
     }
     if (backend == "cpu") {
         auto cpu = std::make_shared<Cpu>(cpu_threads);

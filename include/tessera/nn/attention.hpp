@@ -28,7 +28,7 @@ struct CausalSelfAttention {
 
     CausalSelfAttention(std::size_t c, std::size_t h) : query(c, c), key(c, c), value(c, c), proj(c, c), heads(h) {}
 
-    void load(const WeightSource& src) {
+    void load(const WeightSource<B>& src) {
         const std::size_t c = proj.in_features();
         query.load(src, "c_attn", 3 * c, 0);
         key.load(src, "c_attn", 3 * c, c);

@@ -61,7 +61,7 @@ struct DecoderBlock {
     DecoderBlock(std::size_t c, std::size_t heads, std::size_t inner)
         : ln_1(c), attn(c, heads), ln_2(c), mlp(c, inner) {}
 
-    void load(const WeightSource& src, float eps) {
+    void load(const WeightSource<B>& src, float eps) {
         ln_1.load(src, "ln_1");
         attn.load(src.sub("attn."));
         ln_2.load(src, "ln_2");

@@ -24,7 +24,7 @@ struct Embedding {
         requires(V != dyn && C != dyn)
         : Embedding(V, C) {}
 
-    void load(const WeightSource& src, const std::string& name) {
+    void load(const WeightSource<B>& src, const std::string& name) {
         src.table_into(name, table);
     }
 

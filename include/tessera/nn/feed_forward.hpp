@@ -15,7 +15,7 @@ struct FeedForward {
 
     FeedForward(std::size_t c, std::size_t inner) : up(c, inner), down(inner, c) {}
 
-    void load(const WeightSource& src) {
+    void load(const WeightSource<B>& src) {
         up.load(src, "c_fc");
         down.load(src, "c_proj");
     }

@@ -21,7 +21,7 @@ struct LayerNorm {
         requires(C != dyn)
         : LayerNorm(C) {}
 
-    void load(const WeightSource& src, const std::string& name) {
+    void load(const WeightSource<B>& src, const std::string& name) {
         src.vector_into(name + ".weight", gamma);
         src.vector_into(name + ".bias", beta);
     }

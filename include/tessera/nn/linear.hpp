@@ -51,11 +51,11 @@ struct Linear {
 
     // Outputs [first, first + Out) of the linear map `name` (weight and bias) with `total`
     // outputs: all of them, or a third of c_attn (q, k and v one after the other).
-    void load(const WeightSource& src, const std::string& name, std::size_t total = 0, std::size_t first = 0) {
+    void load(const WeightSource<B>& src, const std::string& name, std::size_t total = 0, std::size_t first = 0) {
         if (total == 0) total = out_features();
         src.linear_into(name + ".weight", total, first, weight);
         const std::vector<float> b = src.vector(name + ".bias", total);
-        copy_from_host(std::span<const float>(b.data() + first, out_features()), bias);
+        copy_from_host(src.backend, std::span<const float>(b.data() + first, out_features()), bias);
     }
 
     // Lets the backend pack the weights for products of several rows, where it can (a model

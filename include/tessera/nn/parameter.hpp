@@ -78,12 +78,15 @@ void read_rows_as(const Checkpoint& file, const TensorRequest& request, std::siz
     }
 }
 
-// A Checkpoint seen from one layer: names relative to `prefix` ("h.3.attn.").
+// A Checkpoint seen from one layer: names relative to `prefix` ("h.3.attn."), and the backend
+// that uploads what the layer reads into backend B's memory.
+template <class B>
 struct WeightSource {
     const Checkpoint& file;
     std::string prefix;
+    B& backend;
 
-    WeightSource sub(const std::string& name) const { return {file, prefix + name}; }
+    WeightSource sub(const std::string& name) const { return {file, prefix + name, backend}; }
 
     // A vector of n floats (a bias, a norm's scale).
     std::vector<float> vector(const std::string& name, std::size_t n) const {
@@ -93,7 +96,7 @@ struct WeightSource {
     }
     template <class T>
     void vector_into(const std::string& name, T& tensor) const {
-        copy_from_host(std::span<const float>(vector(name, tensor.size())), tensor);
+        copy_from_host(backend, std::span<const float>(vector(name, tensor.size())), tensor);
     }
 
     // A table (rows as stored: an embedding, the positions) into a tensor of any weight format.
@@ -121,7 +124,7 @@ private:
         } else {
             std::vector<W> stored(tensor.size());
             read_rows_as<W>(file, request, first, tensor.extent(0), stored.data());
-            copy_from_host(std::span<const W>(stored), tensor);
+            copy_from_host(backend, std::span<const W>(stored), tensor);
         }
     }
 };

@@ -31,7 +31,7 @@ struct LearnedPositions {
 
     LearnedPositions(std::size_t ctx, std::size_t c) : table(ctx, c) {}
 
-    void load(const WeightSource& src, const std::string& name) {
+    void load(const WeightSource<B>& src, const std::string& name) {
         src.table_into(name, table);
     }
     template <class Backend, TensorLike X>
@@ -42,9 +42,26 @@ struct LearnedPositions {
 
 template <std::size_t Ctx, std::size_t C, class B>
 struct SinusoidalPositions {
-    Tensor<float, Extents<Ctx, C>, B> table;  // (Ctx, C), computed, not loaded
+    Tensor<float, Extents<Ctx, C>, B> table;  // (Ctx, C), computed, not read from the checkpoint
 
+    // In host memory the table is computed at once; a device backend's is uploaded by load().
     SinusoidalPositions(std::size_t ctx, std::size_t c) : table(ctx, c) {
+        if constexpr (B::host_accessible) copy_from_host(std::span<const float>(values()), table);
+    }
+    SinusoidalPositions()
+        requires(Ctx != dyn && C != dyn)
+        : SinusoidalPositions(Ctx, C) {}
+    void load(const WeightSource<B>& src, const std::string&) {  // nothing to read
+        if constexpr (!B::host_accessible) copy_from_host(src.backend, std::span<const float>(values()), table);
+    }
+    template <class Backend, TensorLike X>
+    void add_to(Backend& backend, X&& x, std::size_t first_position) const {
+        detail::add_position_rows(backend, table, x, first_position);
+    }
+
+private:
+    std::vector<float> values() const {
+        const std::size_t ctx = table.extent(0), c = table.extent(1);
         std::vector<float> host(ctx * c);
         for (std::size_t pos = 0; pos < ctx; ++pos) {
             for (std::size_t i = 0; 2 * i < c; ++i) {
@@ -54,15 +71,7 @@ struct SinusoidalPositions {
                 if (2 * i + 1 < c) host[pos * c + 2 * i + 1] = static_cast<float>(std::cos(angle));
             }
         }
-        copy_from_host(std::span<const float>(host), table);
-    }
-    SinusoidalPositions()
-        requires(Ctx != dyn && C != dyn)
-        : SinusoidalPositions(Ctx, C) {}
-    void load(const WeightSource&, const std::string&) {}  // nothing to load
-    template <class Backend, TensorLike X>
-    void add_to(Backend& backend, X&& x, std::size_t first_position) const {
-        detail::add_position_rows(backend, table, x, first_position);
+        return host;
     }
 };
 

@@ -1,5 +1,7 @@
 #pragma once
 // Moving elements between host memory and a backend, and between storage types on the host.
+#include <algorithm>    // std::copy
+#include <concepts>     // std::same_as
 #include <span>         // std::span
 #include <string>       // std::to_string
 #include <type_traits>  // std::remove_const_t
@@ -12,18 +14,28 @@
 
 namespace tessera {
 
-// All elements of x, row-major, in a host vector.
-template <TensorLike X>
-auto to_host(const X& x) {
+// All elements of x, row-major, in a host vector: downloaded by `backend`, after the work it
+// queued (HasTransfers).
+template <class B, TensorLike X>
+    requires std::same_as<B, backend_of_t<X>>
+auto to_host(B& backend, const X& x) {
     const auto v = x.view();
     std::vector<typename view_of_t<const X>::value_type> host(v.size());
-    backend_of_t<X>::download(v.data(), host.data(), v.size());
+    backend.download(v.data(), host.data(), v.size());
     return host;
 }
+// The same for a tensor in host memory, which needs no backend to read.
+template <TensorLike X>
+    requires backend_of_t<X>::host_accessible
+auto to_host(const X& x) {
+    const auto v = x.view();
+    return std::vector<typename view_of_t<const X>::value_type>(v.data(), v.data() + v.size());
+}
 
-// Overwrites every element of dst with host values (row-major); the sizes must agree.
+namespace detail {
+// dst's view, once the host values are known to fit it.
 template <class T, TensorLike X>
-void copy_from_host(std::span<const T> host, X&& dst) {
+auto checked_destination(std::span<const T> host, X& dst) {
     const auto v = dst.view();
     static_assert(std::is_same_v<typename view_of_t<X>::element_type, T>,
                   "copy_from_host: the host values must have the destination's (non-const) element type.");
@@ -31,7 +43,23 @@ void copy_from_host(std::span<const T> host, X&& dst) {
         throw ShapeError("copy_from_host: " + std::to_string(host.size()) + " host values for a tensor of " +
                          std::to_string(v.size()) + " elements");
     }
-    backend_of_t<X>::upload(host.data(), v.data(), v.size());
+    return v;
+}
+}  // namespace detail
+
+// Overwrites every element of dst with host values (row-major), uploaded by `backend`; the
+// sizes must agree.
+template <class B, class T, TensorLike X>
+    requires std::same_as<B, backend_of_t<X>>
+void copy_from_host(B& backend, std::span<const T> host, X&& dst) {
+    const auto v = detail::checked_destination(host, dst);
+    backend.upload(host.data(), v.data(), v.size());
+}
+// The same for a tensor in host memory.
+template <class T, TensorLike X>
+    requires backend_of_t<X>::host_accessible
+void copy_from_host(std::span<const T> host, X&& dst) {
+    std::copy(host.begin(), host.end(), detail::checked_destination(host, dst).data());
 }
 
 // dst = src element by element through float (widening or narrowing with round-to-nearest-even),

@@ -52,6 +52,7 @@ public:
     explicit Temperature(float t) : t_(t) {
         detail::require(std::isfinite(t) && t >= 0, "temperature must be >= 0, got " + std::to_string(t));
     }
+    ArgmaxEffect argmax_effect() const noexcept { return t_ == 0 ? ArgmaxEffect::decides : ArgmaxEffect::keeps; }
     void apply(std::span<float> logits, std::span<const TokenId>) const {
         if (t_ == 1) return;
         const auto acc = detail::reduce_lanes(logits.data(), logits.size(), 0.0f, [](float a, float l) {
@@ -79,6 +80,7 @@ private:
 class TopK {
 public:
     explicit TopK(long k) : k_(k) { detail::require(k >= 0, "top_k must be >= 0, got " + std::to_string(k)); }
+    ArgmaxEffect argmax_effect() const noexcept { return ArgmaxEffect::keeps; }  // the largest always stays
     void apply(std::span<float> logits, std::span<const TokenId>) const {
         const auto k = static_cast<std::size_t>(k_);
         if (k == 0 || k >= logits.size()) return;
@@ -111,6 +113,7 @@ private:
 class TopP {
 public:
     explicit TopP(double p) : p_(p) { detail::require(p > 0 && p <= 1, "top_p must be in (0, 1], got " + std::to_string(p)); }
+    ArgmaxEffect argmax_effect() const noexcept { return ArgmaxEffect::keeps; }  // the largest always stays
     void apply(std::span<float> logits, std::span<const TokenId>) const {
         if (p_ >= 1) return;
         const double total = exp_weights(logits, weights_);
@@ -133,6 +136,7 @@ public:
     explicit MinP(double min_p) : min_p_(min_p) {
         detail::require(min_p >= 0 && min_p <= 1, "min_p must be in [0, 1], got " + std::to_string(min_p));
     }
+    ArgmaxEffect argmax_effect() const noexcept { return ArgmaxEffect::keeps; }  // the largest always stays
     void apply(std::span<float> logits, std::span<const TokenId>) const {
         if (min_p_ == 0) return;
         const double threshold = detail::max_of(logits) + std::log(min_p_) + std::log1p(-1e-6);
@@ -152,6 +156,7 @@ public:
         detail::require(std::isfinite(penalty) && penalty > 0,
                         "repetition_penalty must be > 0, got " + std::to_string(penalty));
     }
+    ArgmaxEffect argmax_effect() const noexcept { return penalty_ == 1 ? ArgmaxEffect::keeps : ArgmaxEffect::changes; }
     void apply(std::span<float> logits, std::span<const TokenId> history) const {
         if (penalty_ == 1) return;
         const auto window = detail::recent(history, window_);
@@ -181,6 +186,9 @@ public:
         detail::require(std::isfinite(frequency) && frequency >= -2 && frequency <= 2,
                         "frequency_penalty must be in [-2, 2], got " + std::to_string(frequency));
     }
+    ArgmaxEffect argmax_effect() const noexcept {
+        return presence_ == 0 && frequency_ == 0 ? ArgmaxEffect::keeps : ArgmaxEffect::changes;
+    }
     void apply(std::span<float> logits, std::span<const TokenId> history) const {
         if (presence_ == 0 && frequency_ == 0) return;
         const auto window = detail::recent(history, window_);
@@ -202,6 +210,7 @@ private:
 class NoRepeatNgram {
 public:
     explicit NoRepeatNgram(long n) : n_(n) { detail::require(n >= 0, "no_repeat_ngram must be >= 0, got " + std::to_string(n)); }
+    ArgmaxEffect argmax_effect() const noexcept { return n_ == 0 ? ArgmaxEffect::keeps : ArgmaxEffect::changes; }
     void apply(std::span<float> logits, std::span<const TokenId> history) const {
         const auto n = static_cast<std::size_t>(n_);
         if (n == 0 || history.size() + 1 < n) return;
@@ -232,6 +241,7 @@ public:
                                                                            " must be in [-100, 100], got " + std::to_string(b));
         }
     }
+    ArgmaxEffect argmax_effect() const noexcept { return bias_.empty() ? ArgmaxEffect::keeps : ArgmaxEffect::changes; }
     void apply(std::span<float> logits, std::span<const TokenId>) const {
         for (const auto& [token, b] : bias_) {
             const auto i = static_cast<std::size_t>(token);

@@ -20,6 +20,7 @@
 #include <span>     // std::span
 #include <string>   // std::to_string
 #include <tuple>    // std::tuple, std::apply
+#include <type_traits>  // std::is_same_v
 #include <utility>  // std::move
 #include <vector>   // std::vector
 
@@ -57,9 +58,25 @@ public:
         return selector_(logits, rng_);
     }
 
+    // Whether sample() returns the largest logit's token (the lowest id among equals) whatever
+    // the logits and history: then a model may find that token where the logits are
+    // (GPT2::prefill_argmax). NaN or +infinity logits still need sample(), which names them.
+    bool picks_argmax() const noexcept {
+        bool changed = false, decided = false;
+        std::apply([&](const auto&... p) { ((changed |= effect_of(p) == ArgmaxEffect::changes), ...); }, processors_);
+        std::apply([&](const auto&... p) { ((decided |= effect_of(p) == ArgmaxEffect::decides), ...); }, processors_);
+        return !changed && (decided || std::is_same_v<Selector, Greedy>);
+    }
+
     const Rng& rng() const noexcept { return rng_; }
 
 private:
+    template <class P>
+    static ArgmaxEffect effect_of(const P& p) noexcept {
+        if constexpr (requires { { p.argmax_effect() } -> std::same_as<ArgmaxEffect>; }) return p.argmax_effect();
+        else return ArgmaxEffect::changes;
+    }
+
     Rng rng_;
     Selector selector_;
     std::tuple<Processors...> processors_;

@@ -1,9 +1,13 @@
 #pragma once
-// Cuda: the device backend. thrust device_vectors for storage and element-wise work, cuBLAS
-// for the matrix products of many rows, hand-written kernels for the products of few rows
-// (decoding), LayerNorm, fused causal attention and the embedding lookup. Every kernel
-// is queued on the instance's stream; transfers (upload, download) are synchronous and wait for
-// that queued work. run_as_graph() replays a queued step as a CUDA graph. Compiles only under nvcc.
+// Cuda: the device backend. thrust's device allocation for storage, cuBLAS for the matrix
+// products of many rows, hand-written kernels for the products of few rows (decoding), the
+// element-wise work, LayerNorm, fused causal attention, the embedding lookup and the greedy
+// argmax. One instance is one device and one non-blocking stream: every operation makes that
+// device current for its duration (a scoped Activation) and queues on that stream, transfers
+// included (upload and download_async queue; download waits for the data), so nothing runs on
+// the legacy default stream and work of two instances, or of another thread, cannot interleave
+// with a step's graph capture. run_as_graph() replays a queued step as a CUDA graph. The
+// contract it keeps is backend/backend.hpp's. Compiles only under nvcc.
 #ifndef __CUDACC__
 #error "tessera/backend/cuda/*.cuh compile only under nvcc: include them from .cu files (see backend/cuda.hpp)."
 #endif
@@ -17,17 +21,16 @@
 #include <string>          // std::to_string
 #include <utility>         // std::exchange
 
-#include <thrust/execution_policy.h>  // thrust::cuda::par_nosync
-#include <thrust/functional.h>        // thrust::plus
-#include <thrust/transform.h>         // thrust::transform
-
 #include <tessera/backend/cuda.hpp>                  // Cuda (declaration)
+#include <tessera/backend/cuda/activation.cuh>       // Activation
+#include <tessera/backend/cuda/argmax.cuh>           // argmax_rows_kernel
 #include <tessera/backend/cuda/attention.cuh>        // causal_attention_kernel
 #include <tessera/backend/cuda/check.cuh>            // check, check_launch
 #include <tessera/backend/cuda/device_buffer.cuh>    // DeviceBuffer
-#include <tessera/backend/cuda/elementwise.cuh>      // GeluTanh, gather_rows_kernel
+#include <tessera/backend/cuda/elementwise.cuh>      // add_kernel, gelu_kernel, gather_rows_kernel
 #include <tessera/backend/cuda/graph.cuh>            // GraphRunner
 #include <tessera/backend/cuda/matrix_products.cuh>  // skinny_gemm_kernel, add_bias_rows_kernel
+#include <tessera/backend/cuda/pinned_buffer.cuh>    // PinnedBuffer
 #include <tessera/backend/cuda/row_kernels.cuh>      // layer_norm_kernel
 #include <tessera/core/error.hpp>                  // BackendError
 #include <tessera/core/tensor_view.hpp>            // MatrixView, VectorView, Tensor3View
@@ -50,50 +53,83 @@ public:
     static constexpr bool host_accessible = false;
     template <class T>
     using Buffer = gpu::DeviceBuffer<T>;
-
     template <class T>
-    static void upload(const T* host, T* dst, std::size_t n) {
-        gpu::check(cudaMemcpy(dst, host, n * sizeof(T), cudaMemcpyHostToDevice), "cudaMemcpy (upload)");
-    }
-    template <class T>
-    static void download(const T* src, T* host, std::size_t n) {
-        gpu::check(cudaMemcpy(host, src, n * sizeof(T), cudaMemcpyDeviceToHost), "cudaMemcpy (download)");
-    }
+    using HostBuffer = gpu::PinnedBuffer<T>;
 
     // Throws BackendError ("no CUDA device") when there is none.
-    explicit Cuda(int device = 0) {
+    explicit Cuda(int device = 0) : device_(device) {
         const int count = cuda_device_count();
         if (count == 0) throw BackendError("Cuda: no CUDA device is available");
         if (device < 0 || device >= count) {
             throw BackendError("Cuda: device " + std::to_string(device) + " does not exist (" + std::to_string(count) +
                                " found)");
         }
-        gpu::check(cudaSetDevice(device), "cudaSetDevice");
-        gpu::check(cudaStreamCreate(&stream_), "cudaStreamCreate");
+        const gpu::Activation on(device_, nullptr);
+        // Non-blocking: no implicit ordering with the legacy default stream, which another
+        // thread's cudaMemcpy or allocation may use while this stream is captured.
+        gpu::check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
         gpu::check(cublasCreate(&blas_), "cublasCreate");
         gpu::check(cublasSetStream(blas_, stream_), "cublasSetStream");
         // Plain fp32 arithmetic: no TF32 tensor-core shortcut, so results stay comparable to the CPU.
         gpu::check(cublasSetMathMode(blas_, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
     }
     Cuda(Cuda&& other) noexcept
-        : stream_(std::exchange(other.stream_, nullptr)), blas_(std::exchange(other.blas_, nullptr)),
-          graph_(std::move(other.graph_)), use_graphs_(other.use_graphs_) {}
+        : device_(other.device_), stream_(std::exchange(other.stream_, nullptr)), blas_(std::exchange(other.blas_, nullptr)),
+          graph_(std::move(other.graph_)), use_graphs_(other.use_graphs_), argmax_ids_(std::move(other.argmax_ids_)),
+          argmax_host_(std::move(other.argmax_host_)) {}
     Cuda& operator=(Cuda&&) = delete;
     Cuda(const Cuda&) = delete;
     Cuda& operator=(const Cuda&) = delete;
     ~Cuda() {
-        if (blas_ != nullptr) cublasDestroy(blas_);
-        if (stream_ != nullptr) cudaStreamDestroy(stream_);
+        if (stream_ == nullptr) return;
+        try {
+            const gpu::Activation on(device_, nullptr);
+            argmax_ids_ = {};
+            cudaStreamSynchronize(stream_);
+            if (blas_ != nullptr) cublasDestroy(blas_);
+            cudaStreamDestroy(stream_);
+        } catch (...) {  // cudaGetDevice failed: nothing left to release properly
+        }
     }
 
+    int device() const noexcept { return device_; }
     cudaStream_t stream() const noexcept { return stream_; }
-    void synchronize() { gpu::check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize"); }
+
+    // This backend's device and stream for the caller's scope (ActivatesOnThread): tensors
+    // made meanwhile are allocated on its device and zero-filled on its stream.
+    gpu::Activation activate() const { return gpu::Activation(device_, stream_); }
+
+    // Transfers (HasTransfers, HasAsyncDownload), queued on the stream. From pageable host
+    // memory, upload returns once the source is staged; download returns with the data.
+    template <class T>
+    void upload(const T* host, T* dst, std::size_t n) {
+        const auto on = activate();
+        gpu::check(cudaMemcpyAsync(dst, host, n * sizeof(T), cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync (upload)");
+    }
+    template <class T>
+    void download(const T* src, T* host, std::size_t n) {
+        const auto on = activate();
+        gpu::check(cudaMemcpyAsync(host, src, n * sizeof(T), cudaMemcpyDeviceToHost, stream_), "cudaMemcpyAsync (download)");
+        synchronize();
+    }
+    // Into a HostBuffer (pinned): queued only, valid after synchronize(); may be captured in a graph.
+    template <class T>
+    void download_async(const T* src, T* host, std::size_t n) {
+        const auto on = activate();
+        gpu::check(cudaMemcpyAsync(host, src, n * sizeof(T), cudaMemcpyDeviceToHost, stream_),
+                   "cudaMemcpyAsync (download_async)");
+    }
+    void synchronize() {
+        const auto on = activate();
+        gpu::check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+    }
 
     // Row-major C(M,N) = A(M,K)·W(N,K)ᵀ: up to skinny_max_rows rows in one pass over W with the
     // bias fused; more through cuBLAS, where row-major C is column-major Cᵀ(N,M) = W·Aᵀ and the
     // column-major views of the row-major buffers are Wᵀ(K,N) and Aᵀ(K,M): hence op(T) on W.
     void gemm(MatrixView<const float, Cuda> a, MatrixView<const float, Cuda> w, VectorView<const float, Cuda> bias,
               MatrixView<float, Cuda> c) {
+        const auto on = activate();
         const int m = static_cast<int>(a.extent(0)), n = static_cast<int>(w.extent(0)), k = static_cast<int>(a.extent(1));
         if (m == 0 || n == 0) return;
         if (m <= gpu::skinny_max_rows) {
@@ -115,26 +151,47 @@ public:
     // y(N) = W(N,K)·x(K) + bias: the one-row product.
     void gemv(MatrixView<const float, Cuda> w, VectorView<const float, Cuda> x, VectorView<const float, Cuda> bias,
               VectorView<float, Cuda> y) {
+        const auto on = activate();
         const int n = static_cast<int>(w.extent(0)), k = static_cast<int>(w.extent(1));
         if (n == 0) return;
         skinny_gemm(x.data(), w.data(), bias.empty() ? nullptr : bias.data(), y.data(), 1, n, k);
     }
 
     void add(VectorView<const float, Cuda> a, VectorView<const float, Cuda> b, VectorView<float, Cuda> out) {
-        // par_nosync: plain par would synchronise the stream after every call (and break capture).
-        thrust::transform(thrust::cuda::par_nosync.on(stream_), a.data(), a.data() + a.size(), b.data(), out.data(),
-                          thrust::plus<float>());
-        gpu::check_launch("thrust::transform (add)");
+        if (out.size() == 0) return;
+        const auto on = activate();
+        gpu::add_kernel<<<gpu::elementwise_blocks(out.size()), gpu::elementwise_threads, 0, stream_>>>(a.data(), b.data(),
+                                                                                                   out.data(), out.size());
+        gpu::check_launch("add_kernel");
     }
 
     void gelu(VectorView<const float, Cuda> x, VectorView<float, Cuda> out) {
-        thrust::transform(thrust::cuda::par_nosync.on(stream_), x.data(), x.data() + x.size(), out.data(),
-                          gpu::GeluTanh{});
-        gpu::check_launch("thrust::transform (gelu)");
+        if (out.size() == 0) return;
+        const auto on = activate();
+        gpu::gelu_kernel<<<gpu::elementwise_blocks(out.size()), gpu::elementwise_threads, 0, stream_>>>(x.data(), out.data(),
+                                                                                                    out.size());
+        gpu::check_launch("gelu_kernel");
+    }
+
+    // Each row's greedy token (HasArgmaxRows): one kernel, then the ids (4 bytes a row) through
+    // pinned memory; waits for them.
+    void argmax_rows(MatrixView<const float, Cuda> x, std::span<std::int32_t> out) {
+        const std::size_t rows = x.extent(0);
+        if (rows == 0) return;
+        const auto on = activate();
+        if (argmax_ids_.size() < rows) argmax_ids_ = gpu::DeviceBuffer<std::int32_t>(rows);
+        if (argmax_host_.size() < rows) argmax_host_ = gpu::PinnedBuffer<std::int32_t>(rows);
+        gpu::argmax_rows_kernel<<<static_cast<unsigned>(rows), gpu::argmax_threads, 0, stream_>>>(x.data(), x.extent(1),
+                                                                                               argmax_ids_.data());
+        gpu::check_launch("argmax_rows_kernel");
+        download_async(argmax_ids_.data(), argmax_host_.data(), rows);
+        synchronize();
+        std::copy_n(argmax_host_.data(), rows, out.data());
     }
 
     void layer_norm(MatrixView<const float, Cuda> x, VectorView<const float, Cuda> gamma,
                     VectorView<const float, Cuda> beta, float eps, MatrixView<float, Cuda> out) {
+        const auto on = activate();
         if (x.extent(0) == 0) return;
         gpu::layer_norm_kernel<<<static_cast<unsigned>(x.extent(0)), gpu::row_block_threads, 0, stream_>>>(
             x.data(), gamma.data(), beta.data(), eps, out.data(), x.extent(1));
@@ -145,6 +202,7 @@ public:
     // (decoding), 4 when the queries alone fill the GPU (prefill).
     void causal_attention(Tensor3View<const float, Cuda> q, Tensor3View<const float, Cuda> k,
                           Tensor3View<const float, Cuda> v, Tensor3View<float, Cuda> out) {
+        const auto on = activate();
         const std::size_t tq = q.extent(0), tk = k.extent(0), heads = q.extent(1), dim = q.extent(2);
         if (tq == 0 || heads == 0 || dim == 0) return;
         const dim3 grid(static_cast<unsigned>(heads), static_cast<unsigned>(tq));
@@ -162,6 +220,7 @@ public:
     }
 
     void gather_rows(MatrixView<const float, Cuda> table, std::span<const std::int32_t> ids, MatrixView<float, Cuda> out) {
+        const auto on = activate();
         const std::size_t cols = table.extent(1);
         for (std::size_t first = 0; first < ids.size(); first += gpu::gather_ids_per_launch) {
             const std::size_t count = std::min(gpu::gather_ids_per_launch, ids.size() - first);
@@ -177,16 +236,20 @@ public:
     // graphs are switched off. Results are the same either way; graphs save launch overhead.
     template <class Step>
     void run_as_graph(Step&& step) {
+        const auto on = activate();
         if (use_graphs_) graph_.run(stream_, step);
         else step();
     }
     void use_graphs(bool on) noexcept { use_graphs_ = on; }
 
 private:
+    int device_;
     cudaStream_t stream_ = nullptr;
     cublasHandle_t blas_ = nullptr;
     gpu::GraphRunner graph_;
     bool use_graphs_ = true;
+    gpu::DeviceBuffer<std::int32_t> argmax_ids_;    // argmax_rows' ids on the device
+    gpu::PinnedBuffer<std::int32_t> argmax_host_;   // ... and on their way to the host
 
     void skinny_gemm(const float* a, const float* w, const float* bias, float* c, int m, int n, int k) {
         constexpr int warps = gpu::skinny_block_threads / gpu::warp_size;

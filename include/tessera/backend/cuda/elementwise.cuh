@@ -1,5 +1,6 @@
 #pragma once
-// Element-wise work on the device with thrust, and the embedding lookup.
+// Element-wise kernels (sum, GELU) and the embedding lookup. Plain grid-stride kernels on the
+// backend's stream: thrust's transform would add nothing but its own error type.
 #ifndef __CUDACC__
 #error "tessera/backend/cuda/*.cuh compile only under nvcc: include them from .cu files (see backend/cuda.hpp)."
 #endif
@@ -8,6 +9,13 @@
 
 namespace tessera::gpu {
 
+inline constexpr unsigned elementwise_threads = 256;
+// Blocks for n elements: enough to fill the device, each thread then striding over the rest.
+inline unsigned elementwise_blocks(std::size_t n) {
+    const std::size_t blocks = (n + elementwise_threads - 1) / elementwise_threads;
+    return static_cast<unsigned>(blocks < 4096 ? (blocks == 0 ? 1 : blocks) : 4096);
+}
+
 // GPT-2's GELU, the same formula as the CPU kernel.
 struct GeluTanh {
     __host__ __device__ float operator()(float x) const {
@@ -15,6 +23,20 @@ struct GeluTanh {
         return 0.5f * x * (1.0f + tanhf(sqrt_2_over_pi * (x + 0.044715f * x * x * x)));
     }
 };
+
+// out = a + b (out may alias either).
+__global__ void add_kernel(const float* a, const float* b, float* out, std::size_t n) {
+    for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+         i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
+        out[i] = a[i] + b[i];
+}
+
+// out = GELU(x) (out may alias x).
+__global__ void gelu_kernel(const float* x, float* out, std::size_t n) {
+    for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+         i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
+        out[i] = GeluTanh{}(x[i]);
+}
 
 // Token ids travel by value in the launch's parameters: no staging copy to the device, and a
 // captured CUDA graph holds them. Longer sequences take several launches.

@@ -1,13 +1,17 @@
 // Weight formats: quantization bit for bit against GGML's reference algorithm as written in
 // numpy (tools/quantize_reference.py, vectors in tests/data/quantization), dequantization
 // against the same, and the products with stored weights against double-precision references,
-// on the AVX-512 path and (test_cpu_kernels_portable) the portable one.
+// on every kernel level (test_cpu_kernels_avx2 and _portable run them on the narrower ones).
 #include <catch2/catch.hpp>
 
+#include <stdlib.h>  // ::setenv, ::unsetenv (POSIX)
+
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -201,7 +205,12 @@ void check_batch_independence(std::size_t max, std::size_t first_m) {
 TEST_CASE("A row's product has the same bits whatever other rows share the product", "[formats][gemm]") {
 #if TESSERA_HAS_AVX512_KERNELS
     if (!cpu::has_avx512()) {
-        WARN("without AVX-512 the products of several rows are Eigen's: not checked");
+        // The AVX2 tiles sum each row as the one-row kernel does: the same bits from one row on.
+        if (cpu::has_avx2()) {
+            check_batch_independence<Q8_0>(cpu::avx2_integer_rows_max<Q8_0>, 1);
+            check_batch_independence<Q4_0>(cpu::avx2_integer_rows_max<Q4_0>, 1);
+        }
+        WARN("without AVX-512 the other products of several rows are Eigen's: not checked");
         return;
     }
     check_batch_independence<float>(cpu::avx512::few_rows_max<float>, 1);
@@ -324,3 +333,91 @@ TEST_CASE("The vector activation quantization gives the portable one's bits", "[
     CHECK(vector.q[34] == 2);
 }
 #endif
+
+namespace {
+
+// Integer weights and activations with every scale 1, so that a one-row product is an exact
+// integer: the vector kernels must give the portable loops' result exactly. Blocks of ±127
+// everywhere (the largest products vpmaddubsw pairs) come first.
+template <class W>
+void check_integer_dot_is_exact(std::size_t k) {
+    std::mt19937 rng(static_cast<unsigned>(k));
+    std::uniform_int_distribution<int> activation(-127, 127), weight(std::is_same_v<W, Q4_0> ? 0 : -127,
+                                                                     std::is_same_v<W, Q4_0> ? 15 : 127);
+    cpu::QuantizedRow x;
+    x.reserve(k);
+    std::vector<W> w(k / 32);
+    for (std::size_t b = 0; b < k / 32; ++b) {
+        w[b].d = f16(1.0f);
+        x.d[b] = 1.0f;
+        for (std::size_t j = 0; j < 32; ++j) {
+            const bool extreme = b == 0;
+            const int xj = extreme ? (j % 2 ? 127 : -127) : activation(rng);
+            x.q[b * 32 + j] = static_cast<std::int8_t>(xj);
+            if constexpr (std::is_same_v<W, Q4_0>) {
+                const int nibble = extreme ? (j % 2 ? 0 : 15) : weight(rng);  // -8 or 7
+                auto& byte = w[b].qs[j % 16];
+                byte = static_cast<std::uint8_t>(j < 16 ? (byte & 0xF0) | nibble : (byte & 0x0F) | (nibble << 4));
+            } else {
+                w[b].qs[j] = static_cast<std::int8_t>(extreme ? (j % 2 ? 127 : -127) : weight(rng));
+            }
+        }
+    }
+    std::int64_t exact = 0;
+    for (std::size_t b = 0; b < k / 32; ++b) exact += cpu::portable::block_dot(w[b], x.q.data() + b * 32);
+    INFO(WeightFormat<W>::name << " k=" << k);
+    CHECK(cpu::portable::dot(w.data(), nullptr, x, k) == static_cast<float>(exact));
+#if TESSERA_HAS_AVX512_KERNELS
+    if (cpu::supported_kernel_level() >= cpu::KernelLevel::avx2)
+        CHECK(cpu::avx2::dot(w.data(), nullptr, x, k) == static_cast<float>(exact));
+#endif
+}
+
+}  // namespace
+
+TEST_CASE("The integer sums of the one-row kernels are exact", "[formats][gemm]") {
+    for (std::size_t k : {32, 64, 96, 256, 800, 3072}) {
+        check_integer_dot_is_exact<Q8_0>(k);
+        check_integer_dot_is_exact<Q4_0>(k);
+    }
+}
+
+#if TESSERA_HAS_AVX512_KERNELS
+TEST_CASE("The AVX2 bf16 row product matches a double-precision one for every tail", "[formats][gemm]") {
+    if (cpu::supported_kernel_level() < cpu::KernelLevel::avx2) {
+        WARN("no AVX2 on this machine: nothing to compare");
+        return;
+    }
+    std::mt19937 rng(3);
+    std::normal_distribution<float> normal;
+    for (std::size_t k : {1, 7, 8, 9, 31, 32, 33, 40, 800}) {
+        std::vector<bf16> w(k);
+        std::vector<float> x(k);
+        double ref = 0.0;
+        for (std::size_t i = 0; i < k; ++i) {
+            w[i] = bf16(normal(rng));
+            x[i] = normal(rng);
+            ref += static_cast<double>(static_cast<float>(w[i])) * x[i];
+        }
+        INFO("k=" << k);
+        CHECK(std::abs(cpu::avx2::dot(w.data(), x.data(), cpu::QuantizedRow{}, k) - ref) < 1e-4 * std::sqrt(double(k)));
+    }
+}
+#endif
+
+TEST_CASE("TESSERA_CPU_KERNELS narrows the kernels, and an unknown value is refused by name", "[formats]") {
+    const cpu::KernelLevel supported = cpu::supported_kernel_level();
+    const std::optional<cpu::KernelLevel> requested = cpu::requested_kernel_level();  // as ctest sets it
+    CHECK(cpu::kernel_level() == (requested && *requested < supported ? *requested : supported));
+    CHECK(cpu::has_avx512() == (cpu::kernel_level() == cpu::KernelLevel::avx512));
+    CHECK(cpu::has_avx2() == (cpu::kernel_level() >= cpu::KernelLevel::avx2));
+    const std::string before = requested ? std::getenv("TESSERA_CPU_KERNELS") : "";
+    ::setenv("TESSERA_CPU_KERNELS", "avx3", 1);
+    CHECK_THROWS_AS(Cpu(1), ArgumentError);
+    CHECK_THROWS_WITH(Cpu(1), "TESSERA_CPU_KERNELS=avx3: expected portable, avx2 or avx512");
+    ::setenv("TESSERA_CPU_KERNELS", "avx2", 1);
+    CHECK(cpu::requested_kernel_level() == cpu::KernelLevel::avx2);
+    CHECK_NOTHROW(Cpu(1));
+    if (requested) ::setenv("TESSERA_CPU_KERNELS", before.c_str(), 1);
+    else ::unsetenv("TESSERA_CPU_KERNELS");
+}

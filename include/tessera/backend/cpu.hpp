@@ -15,6 +15,7 @@
 #include <tessera/backend/cpu/aligned_buffer.hpp>   // AlignedBuffer
 #include <tessera/backend/cpu/attention.hpp>        // causal_attention
 #include <tessera/backend/cpu/elementwise.hpp>      // add, gelu
+#include <tessera/backend/cpu/kernel_level.hpp>     // requested_kernel_level
 #include <tessera/backend/cpu/matrix_products.hpp>  // gemm, gemv
 #include <tessera/backend/cpu/normalization.hpp>    // layer_norm
 #include <tessera/backend/cpu/thread_pool.hpp>      // ThreadPool
@@ -43,7 +44,11 @@ public:
 
     static unsigned default_threads() noexcept { return std::max(1u, std::thread::hardware_concurrency()); }
 
-    explicit Cpu(unsigned threads = default_threads()) { set_threads(threads); }
+    // Throws ArgumentError for 0 threads, or a TESSERA_CPU_KERNELS the kernels do not know.
+    explicit Cpu(unsigned threads = default_threads()) {
+        (void)cpu::requested_kernel_level();
+        set_threads(threads);
+    }
 
     unsigned threads() const noexcept { return pool_->size(); }
     // Throws ArgumentError for 0.

@@ -15,26 +15,11 @@
 // translation unit holds the same definitions (no one-definition-rule violation when files
 // built with different flags are linked together), and a portable build still uses these
 // kernels on a machine that has the instructions.
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <tessera/backend/cpu/kernel_level.hpp>  // TESSERA_HAS_X86_KERNELS, has_avx512
+
+#if TESSERA_HAS_X86_KERNELS
 #define TESSERA_HAS_AVX512_KERNELS 1
 #include <immintrin.h>  // AVX-512 intrinsics
-
-#include <cstdlib>  // std::getenv
-#include <cstring>  // std::strcmp
-
-namespace tessera::cpu {
-
-// Whether this CPU runs AVX-512F; TESSERA_CPU_KERNELS=portable in the environment says no, so
-// that the portable kernels can be tested (and compared) on any machine.
-inline bool has_avx512() noexcept {
-    static const bool yes = [] {
-        const char* choice = std::getenv("TESSERA_CPU_KERNELS");
-        return __builtin_cpu_supports("avx512f") && !(choice && std::strcmp(choice, "portable") == 0);
-    }();
-    return yes;
-}
-
-}  // namespace tessera::cpu
 
 #if defined(__clang__)
 #pragma clang attribute push(__attribute__((target("avx512f,fma"))), apply_to = function)

@@ -8,12 +8,12 @@
 // quantized once per call to 8 bits in blocks of 32 (a float scale per block, kept in float,
 // not rounded to f16 as GGML does), and each block's dot product is an integer sum, scaled by
 // the two blocks' scales. With AVX-512 VNNI (checked at run time) that sum is `vpdpbusd`, 64
-// weights per instruction.
+// weights per instruction; with AVX2 (weight_products_avx2.hpp) `vpmaddubsw` + `vpmaddwd`.
 //
 // A few rows (a short prompt, a batched decode step; with AVX-512): W is read as stored, once,
 // by tiles that multiply each weight vector with several activation rows: bf16 widened into
 // the float tiles of matrix_products_avx512.hpp (up to 192 rows), Q8_0 / Q4_0 by integer tiles
-// over activations quantized as for one row (2 to 10 rows).
+// over activations quantized as for one row (2 to 10 rows; with AVX2 alone, 2 to 3 or 6).
 //
 // More rows (prefill, compute-bound): Q8_0 / Q4_0 with AVX-512 VNNI, a packed integer GEMM
 // (64 multiply-adds per instruction); otherwise each task dequantizes a panel of W to float and
@@ -30,100 +30,11 @@
 #include <tessera/backend/cpu/aligned_buffer.hpp>  // AlignedBuffer
 #include <tessera/backend/cpu/eigen_maps.hpp>              // matrix, ConstVectorMap
 #include <tessera/backend/cpu/matrix_products_avx512.hpp>  // avx512::gemm_columns, has_avx512
+#include <tessera/backend/cpu/quantized_row.hpp>           // QuantizedRow, portable::dot
+#include <tessera/backend/cpu/weight_products_avx2.hpp>    // avx2::dot
 #include <tessera/backend/cpu/thread_pool.hpp>             // ThreadPool
 #include <tessera/core/weight_formats.hpp>                 // WeightFormat, Q8_0, Q4_0
 
-namespace tessera::cpu {
-
-// An activation row quantized for the integer products: k int8 values and k / 32 float scales.
-struct QuantizedRow {
-    std::vector<std::int8_t> q;
-    std::vector<float> d;
-    // For Q4_0's vector kernel: each pair of blocks b, b + 1 reordered as the nibbles unpack,
-    // [b 0-15, b+1 0-15, b 16-31, b+1 16-31], and -8 times each group of four of those.
-    std::vector<std::int8_t> q_pairs;
-    std::vector<std::int32_t> minus_8x;
-    // For Q8_0's few-row tiles, whose weights are made unsigned (w + 128): -128 times each
-    // group of four of q.
-    std::vector<std::int32_t> minus_128x;
-
-    void reserve(std::size_t k) {
-        if (q.size() < k) q.resize(k);
-        if (d.size() < k / 32) d.resize(k / 32);
-        if (q_pairs.size() < k) q_pairs.resize(k);
-        if (minus_8x.size() < k / 4) minus_8x.resize(k / 4);
-        if (minus_128x.size() < k / 4) minus_128x.resize(k / 4);
-    }
-
-    // x(k), k a multiple of 32: each block scaled so that its largest magnitude becomes 127,
-    // rounded to nearest, ties to even (what the vector kernels' conversion does; the same
-    // bits either way).
-    void assign(const float* x, std::size_t k) {
-        reserve(k);
-        for (std::size_t b = 0; b < k / 32; ++b) {
-            float amax = 0.0f;
-            for (std::size_t j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[b * 32 + j]));
-            d[b] = amax / 127.0f;
-            const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
-            for (std::size_t j = 0; j < 32; ++j) q[b * 32 + j] = static_cast<std::int8_t>(std::nearbyint(x[b * 32 + j] * id));
-        }
-    }
-    // q_pairs and minus_8x from q, for the whole pairs of blocks of a row of k.
-    void pair_for_nibbles(std::size_t k) {
-        const std::size_t paired = k / 64 * 64;
-        for (std::size_t b = 0; b < paired; b += 64) {
-            for (std::size_t j = 0; j < 16; ++j) {
-                q_pairs[b + j] = q[b + j];
-                q_pairs[b + 16 + j] = q[b + 32 + j];
-                q_pairs[b + 32 + j] = q[b + 16 + j];
-                q_pairs[b + 48 + j] = q[b + 48 + j];
-            }
-        }
-        for (std::size_t i = 0; i < paired / 4; ++i)
-            minus_8x[i] = -8 * (q_pairs[4 * i] + q_pairs[4 * i + 1] + q_pairs[4 * i + 2] + q_pairs[4 * i + 3]);
-    }
-    // What the few-row tiles of W's format read besides q and d.
-    template <class W>
-    void prepare_for(std::size_t k) {
-        if constexpr (std::is_same_v<W, Q4_0>) {
-            pair_for_nibbles(k);
-        } else {
-            for (std::size_t i = 0; i < k / 4; ++i) minus_128x[i] = -128 * (q[4 * i] + q[4 * i + 1] + q[4 * i + 2] + q[4 * i + 3]);
-        }
-    }
-};
-
-namespace portable {
-
-inline float dot(const bf16* w, const float* x, const QuantizedRow&, std::size_t k) noexcept {
-    float s = 0.0f;
-    for (std::size_t i = 0; i < k; ++i) s += static_cast<float>(w[i]) * x[i];
-    return s;
-}
-
-// One block's integer dot product with 32 quantized activations.
-inline int block_dot(const Q8_0& w, const std::int8_t* q) noexcept {
-    int sum = 0;
-    for (std::size_t j = 0; j < 32; ++j) sum += w.qs[j] * q[j];
-    return sum;
-}
-inline int block_dot(const Q4_0& w, const std::int8_t* q) noexcept {
-    int sum = 0;
-    for (std::size_t j = 0; j < 16; ++j) sum += ((w.qs[j] & 15) - 8) * q[j] + ((w.qs[j] >> 4) - 8) * q[j + 16];
-    return sum;
-}
-
-// Blocks [first, k / 32) of a Q8_0 or Q4_0 row times x.
-template <class W>
-inline float dot(const W* w, const float*, const QuantizedRow& x, std::size_t k, std::size_t first = 0) noexcept {
-    float s = 0.0f;
-    for (std::size_t b = first; b < k / 32; ++b)
-        s += static_cast<float>(block_dot(w[b], x.q.data() + b * 32)) * static_cast<float>(w[b].d) * x.d[b];
-    return s;
-}
-
-}  // namespace portable
-}  // namespace tessera::cpu
 
 #if TESSERA_HAS_AVX512_KERNELS
 namespace tessera::cpu {
@@ -531,20 +442,33 @@ template <class W>
     }
     const std::size_t stored = stored_elements<W>(k);
     pool.parallel_for(n, 16, [&](std::size_t begin, std::size_t end) {
+        const auto rows = [&](auto dot) {
+            for (std::size_t r = begin; r < end; ++r) y[r] = dot(w + r * stored, x, xq, k);
+        };
+        const auto portable_dot = [](const W* row, const float* v, const QuantizedRow& q, std::size_t d) {
+            return portable::dot(row, v, q, d);
+        };
 #if TESSERA_HAS_AVX512_KERNELS
+        const auto avx2_dot = [](const W* row, const float* v, const QuantizedRow& q, std::size_t d) {
+            return avx2::dot(row, v, q, d);
+        };
         if constexpr (integer) {
             if (has_avx512_vnni()) {
-                for (std::size_t r = begin; r < end; ++r) y[r] = avx512vnni::dot(w + r * stored, x, xq, k);
+                rows([](const W* row, const float* v, const QuantizedRow& q, std::size_t d) { return avx512vnni::dot(row, v, q, d); });
+            } else if (has_avx2()) {  // AVX2 CPUs, and AVX-512 ones without VNNI
+                rows(avx2_dot);
             } else {
-                for (std::size_t r = begin; r < end; ++r) y[r] = portable::dot(w + r * stored, x, xq, k);
+                rows(portable_dot);
             }
         } else if (has_avx512()) {
-            for (std::size_t r = begin; r < end; ++r) y[r] = avx512::dot(w + r * stored, x, k);
+            rows([](const W* row, const float* v, const QuantizedRow&, std::size_t d) { return avx512::dot(row, v, d); });
+        } else if (has_avx2()) {
+            rows(avx2_dot);
         } else {
-            for (std::size_t r = begin; r < end; ++r) y[r] = portable::dot(w + r * stored, x, xq, k);
+            rows(portable_dot);
         }
 #else
-        for (std::size_t r = begin; r < end; ++r) y[r] = portable::dot(w + r * stored, x, xq, k);
+        rows(portable_dot);
 #endif
         if (bias != nullptr)
             for (std::size_t r = begin; r < end; ++r) y[r] += bias[r];
@@ -557,6 +481,14 @@ template <class W>
 // (measured on the GPT-2 124M shapes, 2 threads: the tiles 3x faster at 2 rows, even at ~12,
 // the packed GEMM 2.5x faster at 32). One row stays on gemv_weights, faster for decoding.
 inline constexpr std::size_t integer_rows_max = 10;
+
+// Without AVX-512 VNNI, from 2 up to this many rows Q8_0 and Q4_0 products use the AVX2 tiles
+// (avx2::integer_columns); more rows dequantize W to float, which AVX2's float FMAs then
+// multiply faster than its integer instructions do (vpmaddubsw, vpmaddwd, a conversion and an
+// FMA per 32 products and row). Measured on the 124M shapes built for Haswell, 2 threads: the
+// tiles 1.5-1.8x faster at 2 rows, Q8_0 even at ~4 and Q4_0 (dearer to dequantize) at ~8.
+template <class W>
+inline constexpr std::size_t avx2_integer_rows_max = std::is_same_v<W, Q4_0> ? 6 : 3;
 
 // Up to this many rows, bf16 products keep float activations (the few-row tiles) where the
 // CPU has vdpbf16ps; more go to the packed bf16 GEMM (measured even at ~64 rows, 1.6x at 512).
@@ -571,7 +503,7 @@ template <class W>
 ActivationPrecision activation_precision(std::size_t m) noexcept {
     if constexpr (std::is_same_v<W, Q8_0> || std::is_same_v<W, Q4_0>) {
 #if TESSERA_HAS_AVX512_KERNELS
-        if (has_avx512_vnni()) return ActivationPrecision::int8;
+        if (has_avx512_vnni() || (m <= avx2_integer_rows_max<W> && has_avx2())) return ActivationPrecision::int8;
 #endif
         return m == 1 ? ActivationPrecision::int8 : ActivationPrecision::f32;
     } else if constexpr (std::is_same_v<W, bf16>) {
@@ -603,6 +535,26 @@ void few_rows_integer(ThreadPool& pool, const float* a, const W* w, const float*
     });
     pool.parallel_for(n, 16, [&](std::size_t begin, std::size_t end) {
         avx512vnni::integer_columns(rows.data(), w, c, m, k, n, begin, end);
+        add_bias_columns(c, bias, m, n, begin, end);
+    });
+}
+#endif
+
+#if TESSERA_HAS_AVX512_KERNELS
+// few_rows_integer with the AVX2 tiles: each row quantized as the one-row product does (the
+// portable loop, whose bits the vector quantization has), then W as stored.
+template <class W>
+void few_rows_integer_avx2(ThreadPool& pool, const float* a, const W* w, const float* bias, float* c, std::size_t m,
+                           std::size_t n, std::size_t k) {
+    thread_local std::vector<QuantizedRow> caller_rows;  // grows once per calling thread
+    std::vector<QuantizedRow>& rows = caller_rows;        // (the workers fill the caller's)
+    if (rows.size() < m) rows.resize(m);
+    for (std::size_t i = 0; i < m; ++i) rows[i].reserve(k);
+    pool.parallel_for(m, 1, [&](std::size_t begin, std::size_t end) {
+        for (std::size_t i = begin; i < end; ++i) rows[i].assign(a + i * k, k);
+    });
+    pool.parallel_for(n, 16, [&](std::size_t begin, std::size_t end) {
+        avx2::integer_columns(rows.data(), w, c, m, k, n, begin, end);
         add_bias_columns(c, bias, m, n, begin, end);
     });
 }
@@ -786,6 +738,7 @@ template <class W>
             return m <= integer_rows_max ? few_rows_integer(pool, a, w, bias, c, m, n, k)
                                          : packed_integer_gemm(pool, a, w, bias, c, m, n, k);
         }
+        if (m > 1 && m <= avx2_integer_rows_max<W> && has_avx2()) return few_rows_integer_avx2(pool, a, w, bias, c, m, n, k);
     }
 #endif
     if (m == 1) return gemv_weights(pool, w, a, bias, c, n, k);

@@ -1,0 +1,104 @@
+#pragma once
+// An activation row quantized for the integer products with Q8_0 / Q4_0 weights, and the
+// portable products of one stored row with it (the reference every vector kernel must equal in
+// its integer sums).
+#include <algorithm>    // std::max
+#include <cmath>        // std::fabs, std::nearbyint
+#include <cstddef>      // std::size_t
+#include <cstdint>      // std::int8_t, std::int32_t
+#include <type_traits>  // std::is_same_v
+#include <vector>       // std::vector
+
+#include <tessera/core/dtype.hpp>  // bf16, Q8_0, Q4_0
+
+namespace tessera::cpu {
+
+// An activation row quantized for the integer products: k int8 values and k / 32 float scales.
+struct QuantizedRow {
+    std::vector<std::int8_t> q;
+    std::vector<float> d;
+    // For Q4_0's vector kernel: each pair of blocks b, b + 1 reordered as the nibbles unpack,
+    // [b 0-15, b+1 0-15, b 16-31, b+1 16-31], and -8 times each group of four of those.
+    std::vector<std::int8_t> q_pairs;
+    std::vector<std::int32_t> minus_8x;
+    // For Q8_0's few-row tiles, whose weights are made unsigned (w + 128): -128 times each
+    // group of four of q.
+    std::vector<std::int32_t> minus_128x;
+
+    void reserve(std::size_t k) {
+        if (q.size() < k) q.resize(k);
+        if (d.size() < k / 32) d.resize(k / 32);
+        if (q_pairs.size() < k) q_pairs.resize(k);
+        if (minus_8x.size() < k / 4) minus_8x.resize(k / 4);
+        if (minus_128x.size() < k / 4) minus_128x.resize(k / 4);
+    }
+
+    // x(k), k a multiple of 32: each block scaled so that its largest magnitude becomes 127,
+    // rounded to nearest, ties to even (what the vector kernels' conversion does; the same
+    // bits either way).
+    void assign(const float* x, std::size_t k) {
+        reserve(k);
+        for (std::size_t b = 0; b < k / 32; ++b) {
+            float amax = 0.0f;
+            for (std::size_t j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[b * 32 + j]));
+            d[b] = amax / 127.0f;
+            const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+            for (std::size_t j = 0; j < 32; ++j) q[b * 32 + j] = static_cast<std::int8_t>(std::nearbyint(x[b * 32 + j] * id));
+        }
+    }
+    // q_pairs and minus_8x from q, for the whole pairs of blocks of a row of k.
+    void pair_for_nibbles(std::size_t k) {
+        const std::size_t paired = k / 64 * 64;
+        for (std::size_t b = 0; b < paired; b += 64) {
+            for (std::size_t j = 0; j < 16; ++j) {
+                q_pairs[b + j] = q[b + j];
+                q_pairs[b + 16 + j] = q[b + 32 + j];
+                q_pairs[b + 32 + j] = q[b + 16 + j];
+                q_pairs[b + 48 + j] = q[b + 48 + j];
+            }
+        }
+        for (std::size_t i = 0; i < paired / 4; ++i)
+            minus_8x[i] = -8 * (q_pairs[4 * i] + q_pairs[4 * i + 1] + q_pairs[4 * i + 2] + q_pairs[4 * i + 3]);
+    }
+    // What the few-row tiles of W's format read besides q and d.
+    template <class W>
+    void prepare_for(std::size_t k) {
+        if constexpr (std::is_same_v<W, Q4_0>) {
+            pair_for_nibbles(k);
+        } else {
+            for (std::size_t i = 0; i < k / 4; ++i) minus_128x[i] = -128 * (q[4 * i] + q[4 * i + 1] + q[4 * i + 2] + q[4 * i + 3]);
+        }
+    }
+};
+
+namespace portable {
+
+inline float dot(const bf16* w, const float* x, const QuantizedRow&, std::size_t k) noexcept {
+    float s = 0.0f;
+    for (std::size_t i = 0; i < k; ++i) s += static_cast<float>(w[i]) * x[i];
+    return s;
+}
+
+// One block's integer dot product with 32 quantized activations.
+inline int block_dot(const Q8_0& w, const std::int8_t* q) noexcept {
+    int sum = 0;
+    for (std::size_t j = 0; j < 32; ++j) sum += w.qs[j] * q[j];
+    return sum;
+}
+inline int block_dot(const Q4_0& w, const std::int8_t* q) noexcept {
+    int sum = 0;
+    for (std::size_t j = 0; j < 16; ++j) sum += ((w.qs[j] & 15) - 8) * q[j] + ((w.qs[j] >> 4) - 8) * q[j + 16];
+    return sum;
+}
+
+// Blocks [first, k / 32) of a Q8_0 or Q4_0 row times x.
+template <class W>
+inline float dot(const W* w, const float*, const QuantizedRow& x, std::size_t k, std::size_t first = 0) noexcept {
+    float s = 0.0f;
+    for (std::size_t b = first; b < k / 32; ++b)
+        s += static_cast<float>(block_dot(w[b], x.q.data() + b * 32)) * static_cast<float>(w[b].d) * x.d[b];
+    return s;
+}
+
+}  // namespace portable
+}  // namespace tessera::cpu

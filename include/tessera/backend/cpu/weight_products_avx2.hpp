@@ -1,0 +1,139 @@
+#pragma once
+// One stored weight row times one activation row with AVX2, FMA and F16C: the decode step's
+// products on x86 CPUs without AVX-512 (Intel before Ice Lake servers and its client cores,
+// AMD before Zen 4), and Q8_0 / Q4_0 on AVX-512 CPUs without VNNI (Skylake-X). Compiled for
+// those instructions by a target pragma and called only where kernel_level() allows, as the
+// AVX-512 kernels are.
+//
+// Q8_0 / Q4_0 as llama.cpp's AVX2 path multiplies them: per block of 32, |x| times w with x's
+// sign (vpmaddubsw multiplies unsigned by signed bytes, pairs into 16 bits: at most
+// 2 * 127 * 127, no saturation) and pairs of those into 8 int32 lanes (vpmaddwd), widened to
+// float and scaled by the two blocks' scales. Q4_0's nibbles become signed bytes (q - 8) first.
+// The integer partial sums are exact; only the order of the float additions differs from the
+// portable loops.
+#include <cstddef>      // std::size_t
+#include <type_traits>  // std::integral_constant
+#include <utility>      // std::index_sequence
+
+#include <tessera/backend/cpu/kernel_level.hpp>    // TESSERA_HAS_X86_KERNELS
+#include <tessera/backend/cpu/quantized_row.hpp>  // QuantizedRow, portable::dot
+
+#if TESSERA_HAS_X86_KERNELS
+#include <immintrin.h>  // AVX2, FMA, F16C intrinsics
+
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c")
+#endif
+
+namespace tessera::cpu::avx2 {
+
+inline float horizontal_sum(__m256 v) noexcept {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+}
+
+// A block's 32 weights as signed bytes, in the order of the activations (Q4_0: the low
+// nibbles are weights 0-15, the high ones 16-31).
+inline __m256i signed_weights(const Q8_0& w) noexcept { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.qs)); }
+inline __m256i signed_weights(const Q4_0& w) noexcept {
+    const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w.qs));
+    const __m256i both = _mm256_inserti128_si256(_mm256_castsi128_si256(packed), _mm_srli_epi16(packed, 4), 1);
+    return _mm256_sub_epi8(_mm256_and_si256(both, _mm256_set1_epi8(15)), _mm256_set1_epi8(8));
+}
+
+// f(0), ..., f(N-1) with compile-time indices, compiled for this region's target (GCC inlines
+// a function only into one whose target includes its own), so the tiles' accumulators stay in
+// registers.
+template <std::size_t N, class F>
+inline void unrolled(F&& f) {
+    [&]<std::size_t... I>(std::index_sequence<I...>) { (f(std::integral_constant<std::size_t, I>{}), ...); }
+    (std::make_index_sequence<N>{});
+}
+
+// One Q8_0 or Q4_0 weight row (k weights, k a multiple of 32) times T activation rows:
+// out[t * stride] = W row · x[t]. Each block's weights are unpacked once for all T rows; each
+// row is summed alone in a fixed order (two accumulators, alternating blocks), so its result
+// has the same bits in a tile of any T as alone (dot is the tile of one).
+template <std::size_t T, class W>
+inline void dot_rows(const W* w, const QuantizedRow* x, std::size_t k, float* out, std::size_t stride) noexcept {
+    const std::size_t nb = k / 32;
+    __m256 acc[T][2];
+    unrolled<T>([&](auto t) { acc[t][0] = acc[t][1] = _mm256_setzero_ps(); });
+    const auto add_block = [&](std::size_t b, std::size_t a) {
+        const __m256i wv = signed_weights(w[b]);
+        const float d = _cvtsh_ss(w[b].d.bits);
+        unrolled<T>([&](auto t) {
+            const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[t].q.data() + b * 32));
+            const __m256i pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(xv, xv), _mm256_sign_epi8(wv, xv));
+            const __m256 sums = _mm256_cvtepi32_ps(_mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
+            acc[t][a] = _mm256_fmadd_ps(sums, _mm256_set1_ps(d * x[t].d[b]), acc[t][a]);
+        });
+    };
+    std::size_t b = 0;
+    for (; b + 2 <= nb; b += 2) {
+        add_block(b, 0);
+        add_block(b + 1, 1);
+    }
+    if (b < nb) add_block(b, 0);
+    unrolled<T>([&](auto t) { out[t * stride] = horizontal_sum(_mm256_add_ps(acc[t][0], acc[t][1])); });
+}
+
+// W row · x for one Q8_0 or Q4_0 row.
+template <class W>
+inline float dot(const W* w, const float*, const QuantizedRow& x, std::size_t k) noexcept {
+    float s;
+    dot_rows<1>(w, &x, k, &s, 1);
+    return s;
+}
+
+// Rows [n_begin, n_end) of W times m quantized activation rows (C(m, ldc), those columns), four
+// activation rows per tile, then the rest.
+template <class W>
+inline void integer_columns(const QuantizedRow* x, const W* w, float* c, std::size_t m, std::size_t k, std::size_t ldc,
+                            std::size_t n_begin, std::size_t n_end) noexcept {
+    const std::size_t stored = k / 32;
+    for (std::size_t r = n_begin; r < n_end; ++r) {
+        std::size_t t = 0;
+        for (; t + 4 <= m; t += 4) dot_rows<4>(w + r * stored, x + t, k, c + t * ldc + r, ldc);
+        switch (m - t) {
+            case 3: dot_rows<3>(w + r * stored, x + t, k, c + t * ldc + r, ldc); break;
+            case 2: dot_rows<2>(w + r * stored, x + t, k, c + t * ldc + r, ldc); break;
+            case 1: dot_rows<1>(w + r * stored, x + t, k, c + t * ldc + r, ldc); break;
+            default: break;
+        }
+    }
+}
+
+// Eight bf16 weights widened to float (exact: a bf16 is a float's upper half).
+inline __m256 widen(const bf16* w) noexcept {
+    const __m128i halves = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(halves), 16));
+}
+
+// W row · x for a bf16 row of k weights: 32 per step into four accumulators, then 8 at a time,
+// then the last k % 8 one by one.
+inline float dot(const bf16* w, const float* x, const QuantizedRow&, std::size_t k) noexcept {
+    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    std::size_t i = 0;
+    for (; i + 32 <= k; i += 32) {
+        for (std::size_t a = 0; a < 4; ++a)
+            acc[a] = _mm256_fmadd_ps(widen(w + i + 8 * a), _mm256_loadu_ps(x + i + 8 * a), acc[a]);
+    }
+    for (; i + 8 <= k; i += 8) acc[0] = _mm256_fmadd_ps(widen(w + i), _mm256_loadu_ps(x + i), acc[0]);
+    float s = horizontal_sum(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
+    for (; i < k; ++i) s += static_cast<float>(w[i]) * x[i];
+    return s;
+}
+
+}  // namespace tessera::cpu::avx2
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
+#endif  // TESSERA_HAS_X86_KERNELS

@@ -155,7 +155,7 @@ TEST_CASE("Products with bf16, Q8_0 and Q4_0 weights match double-precision refe
     check_products<Q8_0>(40, 130, 800);  // several panels
     // A few rows (the tiles: 4 activation rows at a time, then 3, 2, 1; eight blocks per step,
     // then the rest one by one), and the sizes where each path hands over to the next.
-    for (std::size_t m : {3, 4, 5, 6, 7, 10, 11, 12, 13, 31, 32, 33, 64, 65, 96, 97, 192, 193}) {
+    for (std::size_t m : {3, 4, 5, 6, 7, 10, 11, 12, 13, 16, 17, 31, 32, 33, 64, 65, 96, 97, 192, 193}) {
         check_products<bf16>(m, 37, 800);
         check_products<Q8_0>(m, 37, 800);
         check_products<Q4_0>(m, 37, 800);
@@ -363,6 +363,7 @@ void check_integer_dot_is_exact(std::size_t k) {
             }
         }
     }
+    x.prepare_for_avx2<W>(k);
     std::int64_t exact = 0;
     for (std::size_t b = 0; b < k / 32; ++b) exact += cpu::portable::block_dot(w[b], x.q.data() + b * 32);
     INFO(WeightFormat<W>::name << " k=" << k);

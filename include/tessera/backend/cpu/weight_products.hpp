@@ -13,7 +13,7 @@
 // A few rows (a short prompt, a batched decode step; with AVX-512): W is read as stored, once,
 // by tiles that multiply each weight vector with several activation rows: bf16 widened into
 // the float tiles of matrix_products_avx512.hpp (up to 192 rows), Q8_0 / Q4_0 by integer tiles
-// over activations quantized as for one row (2 to 10 rows; with AVX2 alone, 2 to 3 or 6).
+// over activations quantized as for one row (2 to 10 rows; with AVX2 alone, 2 to 16 or 32).
 //
 // More rows (prefill, compute-bound): Q8_0 / Q4_0 with AVX-512 VNNI, a packed integer GEMM
 // (64 multiply-adds per instruction); otherwise each task dequantizes a panel of W to float and
@@ -433,12 +433,16 @@ template <class W>
     if constexpr (integer) {
         xq.reserve(k);
 #if TESSERA_HAS_AVX512_KERNELS
-        if (has_avx512_vnni()) avx512vnni::quantize_row(xq, x, k);
-        else xq.assign(x, k);
+        if (has_avx512_vnni()) {
+            avx512vnni::quantize_row(xq, x, k);
+            if constexpr (std::is_same_v<W, Q4_0>) xq.pair_for_nibbles(k);
+        } else {
+            xq.assign(x, k);
+            if (has_avx2()) xq.template prepare_for_avx2<W>(k);
+        }
 #else
-        xq.assign(x, k);
+        xq.assign(x, k);  // (the portable dot reads q and d alone)
 #endif
-        if constexpr (std::is_same_v<W, Q4_0>) xq.pair_for_nibbles(k);
     }
     const std::size_t stored = stored_elements<W>(k);
     pool.parallel_for(n, 16, [&](std::size_t begin, std::size_t end) {
@@ -485,10 +489,11 @@ inline constexpr std::size_t integer_rows_max = 10;
 // Without AVX-512 VNNI, from 2 up to this many rows Q8_0 and Q4_0 products use the AVX2 tiles
 // (avx2::integer_columns); more rows dequantize W to float, which AVX2's float FMAs then
 // multiply faster than its integer instructions do (vpmaddubsw, vpmaddwd, a conversion and an
-// FMA per 32 products and row). Measured on the 124M shapes built for Haswell, 2 threads: the
-// tiles 1.5-1.8x faster at 2 rows, Q8_0 even at ~4 and Q4_0 (dearer to dequantize) at ~8.
+// FMA per 32 products and row, against 4 FMAs once W is float). Measured on the 124M shapes
+// built for Haswell, 2 threads, prompts of m tokens: the tiles 2.0-2.1x faster at 2 rows,
+// 1.1-1.3x at 16; even at ~24 rows for Q8_0 and ~32 for Q4_0 (dearer to dequantize).
 template <class W>
-inline constexpr std::size_t avx2_integer_rows_max = std::is_same_v<W, Q4_0> ? 6 : 3;
+inline constexpr std::size_t avx2_integer_rows_max = std::is_same_v<W, Q4_0> ? 32 : 16;
 
 // Up to this many rows, bf16 products keep float activations (the few-row tiles) where the
 // CPU has vdpbf16ps; more go to the packed bf16 GEMM (measured even at ~64 rows, 1.6x at 512).
@@ -551,7 +556,10 @@ void few_rows_integer_avx2(ThreadPool& pool, const float* a, const W* w, const f
     if (rows.size() < m) rows.resize(m);
     for (std::size_t i = 0; i < m; ++i) rows[i].reserve(k);
     pool.parallel_for(m, 1, [&](std::size_t begin, std::size_t end) {
-        for (std::size_t i = begin; i < end; ++i) rows[i].assign(a + i * k, k);
+        for (std::size_t i = begin; i < end; ++i) {
+            rows[i].assign(a + i * k, k);
+            rows[i].template prepare_for_avx2<W>(k);
+        }
     });
     pool.parallel_for(n, 16, [&](std::size_t begin, std::size_t end) {
         avx2::integer_columns(rows.data(), w, c, m, k, n, begin, end);

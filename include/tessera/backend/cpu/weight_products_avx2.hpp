@@ -36,13 +36,41 @@ inline float horizontal_sum(__m256 v) noexcept {
     return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
 }
 
-// A block's 32 weights as signed bytes, in the order of the activations (Q4_0: the low
-// nibbles are weights 0-15, the high ones 16-31).
-inline __m256i signed_weights(const Q8_0& w) noexcept { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.qs)); }
-inline __m256i signed_weights(const Q4_0& w) noexcept {
+// vpmaddubsw multiplies unsigned by signed bytes. Q8_0: |x| (kept per row) times w with x's
+// sign. Q4_0: the nibbles 0-15 (the low ones are weights 0-15, the high ones 16-31) times x,
+// and the -8 of every weight is added once per block as -8 times the block's sum of x, times
+// the two scales (QuantizedRow::prepare_for_avx2).
+inline __m256i nibbles(const Q4_0& w) noexcept {
     const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w.qs));
     const __m256i both = _mm256_inserti128_si256(_mm256_castsi128_si256(packed), _mm_srli_epi16(packed, 4), 1);
-    return _mm256_sub_epi8(_mm256_and_si256(both, _mm256_set1_epi8(15)), _mm256_set1_epi8(8));
+    return _mm256_and_si256(both, _mm256_set1_epi8(15));
+}
+inline __m256i load32(const std::int8_t* p) noexcept { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+
+// Block b's integer dot product with row x in 8 int32 lanes, widened to float; `nib` is the
+// block's nibbles for Q4_0 (unpacked once for every row of a tile), unused for Q8_0.
+inline __m256 block_sums(const Q8_0& w, __m256i, const QuantizedRow& x, std::size_t b) noexcept {
+    const __m256i xv = load32(x.q.data() + b * 32);
+    const __m256i pairs = _mm256_maddubs_epi16(load32(x.abs_q.data() + b * 32), _mm256_sign_epi8(load32(w.qs), xv));
+    return _mm256_cvtepi32_ps(_mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
+}
+inline __m256 block_sums(const Q4_0&, __m256i nib, const QuantizedRow& x, std::size_t b) noexcept {
+    const __m256i pairs = _mm256_maddubs_epi16(nib, load32(x.q.data() + b * 32));
+    return _mm256_cvtepi32_ps(_mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
+}
+template <class W>
+inline __m256i unpacked(const W& w) noexcept {
+    if constexpr (std::is_same_v<W, Q4_0>) return nibbles(w);
+    else return _mm256_setzero_si256();
+}
+
+// The f16 scales of blocks [b, b + 8) of one row, widened at once.
+template <class W>
+inline __m256 weight_scales(const W* w, std::size_t b) noexcept {
+    return _mm256_cvtph_ps(_mm_setr_epi16(static_cast<short>(w[b].d.bits), static_cast<short>(w[b + 1].d.bits),
+                                          static_cast<short>(w[b + 2].d.bits), static_cast<short>(w[b + 3].d.bits),
+                                          static_cast<short>(w[b + 4].d.bits), static_cast<short>(w[b + 5].d.bits),
+                                          static_cast<short>(w[b + 6].d.bits), static_cast<short>(w[b + 7].d.bits)));
 }
 
 // f(0), ..., f(N-1) with compile-time indices, compiled for this region's target (GCC inlines
@@ -55,31 +83,44 @@ inline void unrolled(F&& f) {
 }
 
 // One Q8_0 or Q4_0 weight row (k weights, k a multiple of 32) times T activation rows:
-// out[t * stride] = W row · x[t]. Each block's weights are unpacked once for all T rows; each
-// row is summed alone in a fixed order (two accumulators, alternating blocks), so its result
-// has the same bits in a tile of any T as alone (dot is the tile of one).
+// out[t * stride] = W row · x[t]. Eight blocks per step: their scales widened at once and
+// multiplied by each row's, each block's weights unpacked once for all T rows. Each row is
+// summed alone in a fixed order (two accumulators, alternating blocks; Q4_0's offsets in a
+// third), so its result has the same bits in a tile of any T as alone (dot is the tile of one).
 template <std::size_t T, class W>
 inline void dot_rows(const W* w, const QuantizedRow* x, std::size_t k, float* out, std::size_t stride) noexcept {
+    constexpr bool q4 = std::is_same_v<W, Q4_0>;
     const std::size_t nb = k / 32;
-    __m256 acc[T][2];
-    unrolled<T>([&](auto t) { acc[t][0] = acc[t][1] = _mm256_setzero_ps(); });
-    const auto add_block = [&](std::size_t b, std::size_t a) {
-        const __m256i wv = signed_weights(w[b]);
-        const float d = _cvtsh_ss(w[b].d.bits);
-        unrolled<T>([&](auto t) {
-            const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[t].q.data() + b * 32));
-            const __m256i pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(xv, xv), _mm256_sign_epi8(wv, xv));
-            const __m256 sums = _mm256_cvtepi32_ps(_mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
-            acc[t][a] = _mm256_fmadd_ps(sums, _mm256_set1_ps(d * x[t].d[b]), acc[t][a]);
-        });
-    };
+    __m256 acc[T][2], offset[T];
+    unrolled<T>([&](auto t) { acc[t][0] = acc[t][1] = offset[t] = _mm256_setzero_ps(); });
     std::size_t b = 0;
-    for (; b + 2 <= nb; b += 2) {
-        add_block(b, 0);
-        add_block(b + 1, 1);
+    for (; b + 8 <= nb; b += 8) {
+        const __m256 dw = weight_scales(w, b);
+        __m256 scales[T];
+        unrolled<T>([&](auto t) {
+            scales[t] = _mm256_mul_ps(dw, _mm256_loadu_ps(x[t].d.data() + b));
+            if constexpr (q4) offset[t] = _mm256_fmadd_ps(dw, _mm256_loadu_ps(x[t].minus_8_sum.data() + b), offset[t]);
+        });
+        unrolled<8>([&](auto i) {
+            const __m256i nib = unpacked(w[b + i]);
+            unrolled<T>([&](auto t) {
+                const __m256 scale = _mm256_permutevar8x32_ps(scales[t], _mm256_set1_epi32(static_cast<int>(i)));
+                acc[t][i % 2] = _mm256_fmadd_ps(block_sums(w[b + i], nib, x[t], b + i), scale, acc[t][i % 2]);
+            });
+        });
     }
-    if (b < nb) add_block(b, 0);
-    unrolled<T>([&](auto t) { out[t * stride] = horizontal_sum(_mm256_add_ps(acc[t][0], acc[t][1])); });
+    float tail[T] = {};  // the last nb % 8 blocks, one scale at a time
+    for (; b < nb; ++b) {
+        const __m256i nib = unpacked(w[b]);
+        const float dw = _cvtsh_ss(w[b].d.bits);
+        unrolled<T>([&](auto t) {
+            acc[t][0] = _mm256_fmadd_ps(block_sums(w[b], nib, x[t], b), _mm256_set1_ps(dw * x[t].d[b]), acc[t][0]);
+            if constexpr (q4) tail[t] += dw * x[t].minus_8_sum[b];
+        });
+    }
+    unrolled<T>([&](auto t) {
+        out[t * stride] = horizontal_sum(_mm256_add_ps(acc[t][0], acc[t][1])) + (horizontal_sum(offset[t]) + tail[t]);
+    });
 }
 
 // W row · x for one Q8_0 or Q4_0 row.

@@ -209,6 +209,9 @@ TEST_CASE("A row's product has the same bits whatever other rows share the produ
         if (cpu::has_avx2()) {
             check_batch_independence<Q8_0>(cpu::avx2_integer_rows_max<Q8_0>, 1);
             check_batch_independence<Q4_0>(cpu::avx2_integer_rows_max<Q4_0>, 1);
+            // The float tiles from two rows on (one row is gemv: Eigen, or the bf16 dot).
+            check_batch_independence<float>(cpu::avx2::few_rows_max<float>, 2);
+            check_batch_independence<bf16>(cpu::avx2::few_rows_max<bf16>, 2);
         }
         WARN("without AVX-512 the other products of several rows are Eigen's: not checked");
         return;

@@ -4,6 +4,7 @@
 
 #include <tessera/backend/cpu/eigen_maps.hpp>   // ConstMatrixMap, ...
 #include <tessera/backend/cpu/matrix_products_avx512.hpp>  // avx512::gemm_columns, gemv_rows
+#include <tessera/backend/cpu/products_avx2.hpp>           // avx2::few_rows_columns
 #include <tessera/backend/cpu/thread_pool.hpp>  // ThreadPool
 
 namespace tessera::cpu {
@@ -29,21 +30,36 @@ namespace tessera::cpu {
     });
 }
 
+// C(M,N) = A(M,K) · W(N,K)ᵀ + bias(N) for few rows M, float or bf16 W, through the tiles that
+// read W as stored: AVX-512's where the CPU has it, else AVX2's. False (nothing done) where
+// neither takes M rows.
+template <class E>
+bool few_rows_product(ThreadPool& pool, const float* a, const E* w, const float* bias, float* c, std::size_t m, std::size_t n,
+                      std::size_t k) {
+#if TESSERA_HAS_AVX512_KERNELS
+    const auto run = [&](auto columns) {
+        pool.parallel_for(n, 16, [&](std::size_t begin, std::size_t end) {
+            columns(a, w, c, m, k, n, begin, end);
+            add_bias_columns(c, bias, m, n, begin, end);
+        });
+        return true;
+    };
+    if (has_avx512()) {
+        if (m <= avx512::few_rows_max<E>) return run([](auto... args) { avx512::few_rows_columns(args...); });
+    } else if (has_avx2() && m <= avx2::few_rows_max<E>) {
+        return run([](auto... args) { avx2::few_rows_columns(args...); });
+    }
+#endif
+    return false;
+}
+
 // C(M,N) = A(M,K) · W(N,K)ᵀ + bias(N); bias may be null. C must not alias A or W.
 // With AVX-512 (checked at run time), a packed micro-kernel (matrix_products_avx512.hpp) for
 // M >= 8; otherwise, and for fewer rows (where packing W would cost more than it saves), Eigen.
 [[gnu::noinline]] inline void gemm(ThreadPool& pool, const float* a, const float* w, const float* bias, float* c, std::size_t m,
                  std::size_t n, std::size_t k) {
     if (m == 1) return gemv(pool, w, a, bias, c, n, k);  // one row: the decode step's product
-#if TESSERA_HAS_AVX512_KERNELS
-    if (m <= avx512::few_rows_max<float> && has_avx512()) {
-        pool.parallel_for(n, 16, [&](std::size_t begin, std::size_t end) {
-            avx512::few_rows_columns(a, w, c, m, k, n, begin, end);
-            add_bias_columns(c, bias, m, n, begin, end);
-        });
-        return;
-    }
-#endif
+    if (few_rows_product(pool, a, w, bias, c, m, n, k)) return;
     const ConstMatrixMap A = matrix(a, m, k, k);
     // 64 columns per chunk: a whole number of the micro-kernel's panels.
     pool.parallel_for(n, 64, [&](std::size_t begin, std::size_t end) {

@@ -8,7 +8,7 @@
 // quantized once per call to 8 bits in blocks of 32 (a float scale per block, kept in float,
 // not rounded to f16 as GGML does), and each block's dot product is an integer sum, scaled by
 // the two blocks' scales. With AVX-512 VNNI (checked at run time) that sum is `vpdpbusd`, 64
-// weights per instruction; with AVX2 (weight_products_avx2.hpp) `vpmaddubsw` + `vpmaddwd`.
+// weights per instruction; with AVX2 (products_avx2.hpp) `vpmaddubsw` + `vpmaddwd`.
 //
 // A few rows (a short prompt, a batched decode step; with AVX-512): W is read as stored, once,
 // by tiles that multiply each weight vector with several activation rows: bf16 widened into
@@ -29,9 +29,10 @@
 
 #include <tessera/backend/cpu/aligned_buffer.hpp>  // AlignedBuffer
 #include <tessera/backend/cpu/eigen_maps.hpp>              // matrix, ConstVectorMap
+#include <tessera/backend/cpu/matrix_products.hpp>         // few_rows_product
 #include <tessera/backend/cpu/matrix_products_avx512.hpp>  // avx512::gemm_columns, has_avx512
 #include <tessera/backend/cpu/quantized_row.hpp>           // QuantizedRow, portable::dot
-#include <tessera/backend/cpu/weight_products_avx2.hpp>    // avx2::dot
+#include <tessera/backend/cpu/products_avx2.hpp>           // avx2::dot, avx2::integer_columns
 #include <tessera/backend/cpu/thread_pool.hpp>             // ThreadPool
 #include <tessera/core/weight_formats.hpp>                 // WeightFormat, Q8_0, Q4_0
 
@@ -733,13 +734,7 @@ template <class W>
     // bf16: a few rows go through the float tiles, widened as they are loaded.
     if constexpr (std::is_same_v<W, bf16>) {
         if (m > bf16_few_rows_max && has_avx512_bf16()) return packed_bf16_gemm(pool, a, w, bias, c, m, n, k);
-        if (m > 1 && m <= avx512::few_rows_max<W> && has_avx512()) {
-            pool.parallel_for(n, 16, [&](std::size_t begin, std::size_t end) {
-                avx512::few_rows_columns(a, w, c, m, k, n, begin, end);
-                add_bias_columns(c, bias, m, n, begin, end);
-            });
-            return;
-        }
+        if (m > 1 && few_rows_product(pool, a, w, bias, c, m, n, k)) return;
     }
     if constexpr (!std::is_same_v<W, bf16>) {
         if (m > 1 && has_avx512_vnni()) {

@@ -10,7 +10,7 @@
 // float and scaled by the two blocks' scales. The integer partial sums are exact; only the
 // order of the float additions differs from the portable loops.
 #include <cstddef>      // std::size_t
-#include <cstdint>      // std::uint16_t
+#include <cstdint>      // std::int8_t
 #include <type_traits>  // std::integral_constant
 #include <utility>      // std::index_sequence
 
@@ -169,7 +169,7 @@ inline float dot(const bf16* w, const float* x, const QuantizedRow&, std::size_t
     return s;
 }
 
-// Few rows of A (2 to a few dozen: a short prompt, a batched decode step) times float or bf16
+// Few rows of A (2 to few_rows_max: a short prompt, a batched decode step) times float or bf16
 // W as stored (packing W would cost more than the product): a tile of R weight rows times T
 // activation rows, R·T accumulators of 8 lanes along k, each W vector loaded once for the T
 // rows. c[t·ldc + r] = W row r · A row t. Each dot product is summed in one accumulator in a

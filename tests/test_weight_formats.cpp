@@ -340,8 +340,9 @@ TEST_CASE("The vector activation quantization gives the portable one's bits", "[
 namespace {
 
 // Integer weights and activations with every scale 1, so that a one-row product is an exact
-// integer: the vector kernels must give the portable loops' result exactly. Blocks of ±127
-// everywhere (the largest products vpmaddubsw pairs) come first.
+// integer: the vector kernels must give the portable loops' result exactly. First a block of
+// ±127 everywhere (the largest products vpmaddubsw pairs), then, for Q8_0, one of weights -128
+// (GGUF allows them; GGML's quantizer never writes one) against activations of both signs.
 template <class W>
 void check_integer_dot_is_exact(std::size_t k) {
     std::mt19937 rng(static_cast<unsigned>(k));
@@ -361,6 +362,8 @@ void check_integer_dot_is_exact(std::size_t k) {
                 const int nibble = extreme ? (j % 2 ? 0 : 15) : weight(rng);  // -8 or 7
                 auto& byte = w[b].qs[j % 16];
                 byte = static_cast<std::uint8_t>(j < 16 ? (byte & 0xF0) | nibble : (byte & 0x0F) | (nibble << 4));
+            } else if (b == 1) {
+                w[b].qs[j] = -128;
             } else {
                 w[b].qs[j] = static_cast<std::int8_t>(extreme ? (j % 2 ? 127 : -127) : weight(rng));
             }
@@ -374,6 +377,10 @@ void check_integer_dot_is_exact(std::size_t k) {
 #if TESSERA_HAS_AVX512_KERNELS
     if (cpu::supported_kernel_level() >= cpu::KernelLevel::avx2)
         CHECK(cpu::avx2::dot(w.data(), nullptr, x, k) == static_cast<float>(exact));
+    if (cpu::has_avx512_vnni()) {
+        if constexpr (std::is_same_v<W, Q4_0>) x.pair_for_nibbles(k);
+        CHECK(cpu::avx512vnni::dot(w.data(), nullptr, x, k) == static_cast<float>(exact));
+    }
 #endif
 }
 

@@ -35,32 +35,28 @@ inline float horizontal_sum(__m256 v) noexcept {
     return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
 }
 
-// vpmaddubsw multiplies unsigned by signed bytes. Q8_0: |x| (kept per row) times w with x's
-// sign. Q4_0: the nibbles 0-15 (the low ones are weights 0-15, the high ones 16-31) times x,
-// and the -8 of every weight is added once per block as -8 times the block's sum of x, times
-// the two scales (QuantizedRow::prepare_for_avx2).
-inline __m256i nibbles(const Q4_0& w) noexcept {
+// vpmaddubsw multiplies unsigned by signed bytes. Q8_0: |w| times x with w's sign (that way
+// round a weight of -128, which GGUF's format allows, is 128 unsigned and exact; x is
+// quantized to ±127). Q4_0: the nibbles 0-15 (the low ones are weights 0-15, the high ones
+// 16-31) times x, and the -8 of every weight is added once per block as -8 times the block's
+// sum of x, times the two scales (QuantizedRow::prepare_for_avx2).
+inline __m256i load32(const std::int8_t* p) noexcept { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+inline __m256i unsigned_weights(const Q8_0& w) noexcept { return _mm256_abs_epi8(load32(w.qs)); }
+inline __m256i unsigned_weights(const Q4_0& w) noexcept {
     const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w.qs));
     const __m256i both = _mm256_inserti128_si256(_mm256_castsi128_si256(packed), _mm_srli_epi16(packed, 4), 1);
     return _mm256_and_si256(both, _mm256_set1_epi8(15));
 }
-inline __m256i load32(const std::int8_t* p) noexcept { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
 
-// Block b's integer dot product with row x in 8 int32 lanes, widened to float; `nib` is the
-// block's nibbles for Q4_0 (unpacked once for every row of a tile), unused for Q8_0.
-inline __m256 block_sums(const Q8_0& w, __m256i, const QuantizedRow& x, std::size_t b) noexcept {
-    const __m256i xv = load32(x.q.data() + b * 32);
-    const __m256i pairs = _mm256_maddubs_epi16(load32(x.abs_q.data() + b * 32), _mm256_sign_epi8(load32(w.qs), xv));
+// Block b's integer dot product with row x in 8 int32 lanes, widened to float; `u` is the
+// block's unsigned_weights (made once for every row of a tile).
+inline __m256 block_sums(const Q8_0& w, __m256i u, const QuantizedRow& x, std::size_t b) noexcept {
+    const __m256i pairs = _mm256_maddubs_epi16(u, _mm256_sign_epi8(load32(x.q.data() + b * 32), load32(w.qs)));
     return _mm256_cvtepi32_ps(_mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
 }
-inline __m256 block_sums(const Q4_0&, __m256i nib, const QuantizedRow& x, std::size_t b) noexcept {
-    const __m256i pairs = _mm256_maddubs_epi16(nib, load32(x.q.data() + b * 32));
+inline __m256 block_sums(const Q4_0&, __m256i u, const QuantizedRow& x, std::size_t b) noexcept {
+    const __m256i pairs = _mm256_maddubs_epi16(u, load32(x.q.data() + b * 32));
     return _mm256_cvtepi32_ps(_mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
-}
-template <class W>
-inline __m256i unpacked(const W& w) noexcept {
-    if constexpr (std::is_same_v<W, Q4_0>) return nibbles(w);
-    else return _mm256_setzero_si256();
 }
 
 // The f16 scales of blocks [b, b + 8) of one row, widened at once.
@@ -83,7 +79,7 @@ inline void unrolled(F&& f) {
 
 // One Q8_0 or Q4_0 weight row (k weights, k a multiple of 32) times T activation rows:
 // out[t * stride] = W row · x[t]. Eight blocks per step: their scales widened at once and
-// multiplied by each row's, each block's weights unpacked once for all T rows. Each row is
+// multiplied by each row's, each block's unsigned weights made once for all T rows. Each row is
 // summed alone in a fixed order (two accumulators, alternating blocks; Q4_0's offsets in a
 // third), so its result has the same bits in a tile of any T as alone (dot is the tile of one).
 template <std::size_t T, class W>
@@ -101,19 +97,19 @@ inline void dot_rows(const W* w, const QuantizedRow* x, std::size_t k, float* ou
             if constexpr (q4) offset[t] = _mm256_fmadd_ps(dw, _mm256_loadu_ps(x[t].minus_8_sum.data() + b), offset[t]);
         });
         unrolled<8>([&](auto i) {
-            const __m256i nib = unpacked(w[b + i]);
+            const __m256i u = unsigned_weights(w[b + i]);
             unrolled<T>([&](auto t) {
                 const __m256 scale = _mm256_permutevar8x32_ps(scales[t], _mm256_set1_epi32(static_cast<int>(i)));
-                acc[t][i % 2] = _mm256_fmadd_ps(block_sums(w[b + i], nib, x[t], b + i), scale, acc[t][i % 2]);
+                acc[t][i % 2] = _mm256_fmadd_ps(block_sums(w[b + i], u, x[t], b + i), scale, acc[t][i % 2]);
             });
         });
     }
     float tail[T] = {};  // the last nb % 8 blocks, one scale at a time
     for (; b < nb; ++b) {
-        const __m256i nib = unpacked(w[b]);
+        const __m256i u = unsigned_weights(w[b]);
         const float dw = _cvtsh_ss(w[b].d.bits);
         unrolled<T>([&](auto t) {
-            acc[t][0] = _mm256_fmadd_ps(block_sums(w[b], nib, x[t], b), _mm256_set1_ps(dw * x[t].d[b]), acc[t][0]);
+            acc[t][0] = _mm256_fmadd_ps(block_sums(w[b], u, x[t], b), _mm256_set1_ps(dw * x[t].d[b]), acc[t][0]);
             if constexpr (q4) tail[t] += dw * x[t].minus_8_sum[b];
         });
     }

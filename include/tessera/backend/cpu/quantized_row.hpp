@@ -24,9 +24,8 @@ struct QuantizedRow {
     // For Q8_0's few-row tiles, whose weights are made unsigned (w + 128): -128 times each
     // group of four of q.
     std::vector<std::int32_t> minus_128x;
-    // For the AVX2 kernels: |q| (Q8_0's unsigned operand), and per block -8 times the sum of
-    // its q times its scale (the offset of Q4_0's weights, whose nibbles are the unsigned operand).
-    std::vector<std::int8_t> abs_q;
+    // For Q4_0's AVX2 kernel: per block, -8 times the sum of its q times its scale (the offset
+    // of Q4_0's weights, whose nibbles are the unsigned operand).
     std::vector<float> minus_8_sum;
 
     void reserve(std::size_t k) {
@@ -35,7 +34,6 @@ struct QuantizedRow {
         if (q_pairs.size() < k) q_pairs.resize(k);
         if (minus_8x.size() < k / 4) minus_8x.resize(k / 4);
         if (minus_128x.size() < k / 4) minus_128x.resize(k / 4);
-        if (abs_q.size() < k) abs_q.resize(k);
         if (minus_8_sum.size() < k / 32) minus_8_sum.resize(k / 32);
     }
 
@@ -66,7 +64,7 @@ struct QuantizedRow {
         for (std::size_t i = 0; i < paired / 4; ++i)
             minus_8x[i] = -8 * (q_pairs[4 * i] + q_pairs[4 * i + 1] + q_pairs[4 * i + 2] + q_pairs[4 * i + 3]);
     }
-    // What the AVX2 kernels of W's format read besides q and d.
+    // What the AVX2 kernels of W's format read besides q and d (Q8_0's: nothing).
     template <class W>
     void prepare_for_avx2(std::size_t k) {
         if constexpr (std::is_same_v<W, Q4_0>) {
@@ -75,8 +73,6 @@ struct QuantizedRow {
                 for (std::size_t j = 0; j < 32; ++j) sum += q[b * 32 + j];
                 minus_8_sum[b] = static_cast<float>(-8 * sum) * d[b];
             }
-        } else {
-            for (std::size_t i = 0; i < k; ++i) abs_q[i] = static_cast<std::int8_t>(q[i] < 0 ? -q[i] : q[i]);
         }
     }
     // What the few-row tiles of W's format read besides q and d.

@@ -81,17 +81,17 @@ inline __m512i nibbles(const Q4_0* w, std::size_t b) noexcept {
     return _mm512_and_si512(both, _mm512_set1_epi8(15));
 }
 
-// W row · x for a Q8_0 row of k weights (k a multiple of 32): two blocks (64 weights) per
-// vpdpbusd, which multiplies unsigned by signed bytes, so |x| times w with x's sign.
 // The integer dot products of blocks b, b + 1 with x: 16 int32 lanes, 0-7 the first block's
-// partial sums, 8-15 the second's. Q8_0: vpdpbusd multiplies unsigned by signed bytes, so |x|
-// times w with x's sign. Q4_0: the nibbles are the unsigned operand and x the signed one; the
-// -8 of every weight is the accumulator's starting value, -8 times each lane's four x.
+// partial sums, 8-15 the second's. Q8_0: vpdpbusd multiplies unsigned by signed bytes, so |w|
+// times x with w's sign (that way round a weight of -128, which GGUF's format allows, is 128
+// unsigned and exact; x never is, being quantized to ±127). Q4_0: the nibbles are the unsigned
+// operand and x the signed one; the -8 of every weight is the accumulator's starting value, -8
+// times each lane's four x.
 inline __m512i pair_sums(const Q8_0* w, const QuantizedRow& x, std::size_t b) noexcept {
     const __m512i wv = weights(w, b);
     const __m512i xv = _mm512_loadu_si512(x.q.data() + b * 32);
-    const __m512i signed_w = _mm512_mask_sub_epi8(wv, _mm512_movepi8_mask(xv), _mm512_setzero_si512(), wv);
-    return _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_abs_epi8(xv), signed_w);
+    const __m512i signed_x = _mm512_mask_sub_epi8(xv, _mm512_movepi8_mask(wv), _mm512_setzero_si512(), xv);
+    return _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_abs_epi8(wv), signed_x);
 }
 inline __m512i pair_sums(const Q4_0* w, const QuantizedRow& x, std::size_t b) noexcept {
     return _mm512_dpbusd_epi32(_mm512_loadu_si512(x.minus_8x.data() + b * 8), nibbles(w, b),

@@ -98,14 +98,9 @@ inline __m512i pair_sums(const Q4_0* w, const QuantizedRow& x, std::size_t b) no
                                _mm512_loadu_si512(x.q_pairs.data() + b * 32));
 }
 
-// The f16 scales of blocks [b, b + 8) of one row, widened.
-template <class W>
-inline __m256 weight_scales(const W* w, std::size_t b) noexcept {
-    return _mm256_cvtph_ps(_mm_setr_epi16(static_cast<short>(w[b].d.bits), static_cast<short>(w[b + 1].d.bits),
-                                          static_cast<short>(w[b + 2].d.bits), static_cast<short>(w[b + 3].d.bits),
-                                          static_cast<short>(w[b + 4].d.bits), static_cast<short>(w[b + 5].d.bits),
-                                          static_cast<short>(w[b + 6].d.bits), static_cast<short>(w[b + 7].d.bits)));
-}
+// The f16 scales of blocks [b, b + 8) of one row, widened (AVX2's, inlined here: this region's
+// target includes that one's).
+using avx2::weight_scales;
 
 // The scales of blocks [b, b + 8), w's times x's, in lanes 0-7 (the eight f16 scales widened
 // at once: converting them one by one measured ~1.5x slower overall).
@@ -525,8 +520,9 @@ ActivationPrecision activation_precision(std::size_t m) noexcept {
 #if TESSERA_HAS_AVX512_KERNELS
 
 // C(m, n) = A(m, k) · W(n, k)ᵀ + bias for Q8_0 / Q4_0 and a few rows: each row of A quantized
-// once (as the one-row product does), then the integer tiles over W as stored.
-template <class W>
+// once (as the one-row product does: the same bits with either instruction set), then the
+// integer tiles over W as stored, AVX-512 VNNI's or (Avx2) AVX2's.
+template <class W, bool Avx2 = false>
 void few_rows_integer(ThreadPool& pool, const float* a, const W* w, const float* bias, float* c, std::size_t m, std::size_t n,
                       std::size_t k) {
     thread_local std::vector<QuantizedRow> caller_rows;  // grows once per calling thread
@@ -535,35 +531,18 @@ void few_rows_integer(ThreadPool& pool, const float* a, const W* w, const float*
     for (std::size_t i = 0; i < m; ++i) rows[i].reserve(k);
     pool.parallel_for(m, 1, [&](std::size_t begin, std::size_t end) {
         for (std::size_t i = begin; i < end; ++i) {
-            avx512vnni::quantize_row(rows[i], a + i * k, k);
-            rows[i].template prepare_for<W>(k);
+            if constexpr (Avx2) {
+                rows[i].assign(a + i * k, k);
+                rows[i].template prepare_for_avx2<W>(k);
+            } else {
+                avx512vnni::quantize_row(rows[i], a + i * k, k);
+                rows[i].template prepare_for<W>(k);
+            }
         }
     });
     pool.parallel_for(n, 16, [&](std::size_t begin, std::size_t end) {
-        avx512vnni::integer_columns(rows.data(), w, c, m, k, n, begin, end);
-        add_bias_columns(c, bias, m, n, begin, end);
-    });
-}
-#endif
-
-#if TESSERA_HAS_AVX512_KERNELS
-// few_rows_integer with the AVX2 tiles: each row quantized as the one-row product does (the
-// portable loop, whose bits the vector quantization has), then W as stored.
-template <class W>
-void few_rows_integer_avx2(ThreadPool& pool, const float* a, const W* w, const float* bias, float* c, std::size_t m,
-                           std::size_t n, std::size_t k) {
-    thread_local std::vector<QuantizedRow> caller_rows;  // grows once per calling thread
-    std::vector<QuantizedRow>& rows = caller_rows;        // (the workers fill the caller's)
-    if (rows.size() < m) rows.resize(m);
-    for (std::size_t i = 0; i < m; ++i) rows[i].reserve(k);
-    pool.parallel_for(m, 1, [&](std::size_t begin, std::size_t end) {
-        for (std::size_t i = begin; i < end; ++i) {
-            rows[i].assign(a + i * k, k);
-            rows[i].template prepare_for_avx2<W>(k);
-        }
-    });
-    pool.parallel_for(n, 16, [&](std::size_t begin, std::size_t end) {
-        avx2::integer_columns(rows.data(), w, c, m, k, n, begin, end);
+        if constexpr (Avx2) avx2::integer_columns(rows.data(), w, c, m, k, n, begin, end);
+        else avx512vnni::integer_columns(rows.data(), w, c, m, k, n, begin, end);
         add_bias_columns(c, bias, m, n, begin, end);
     });
 }
@@ -741,7 +720,7 @@ template <class W>
             return m <= integer_rows_max ? few_rows_integer(pool, a, w, bias, c, m, n, k)
                                          : packed_integer_gemm(pool, a, w, bias, c, m, n, k);
         }
-        if (m > 1 && m <= avx2_integer_rows_max<W> && has_avx2()) return few_rows_integer_avx2(pool, a, w, bias, c, m, n, k);
+        if (m > 1 && m <= avx2_integer_rows_max<W> && has_avx2()) return few_rows_integer<W, true>(pool, a, w, bias, c, m, n, k);
     }
 #endif
     if (m == 1) return gemv_weights(pool, w, a, bias, c, n, k);

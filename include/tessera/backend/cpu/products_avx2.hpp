@@ -181,8 +181,8 @@ inline __m256 load_tail(const E* w, std::size_t n) noexcept {
 }
 
 // Up to this many rows of A, few_rows_columns; more go to Eigen's packed product. Measured on
-// the 124M shapes built for Haswell, 2 threads, prompts of m tokens: the tiles 1.4-1.6x faster
-// (f32) and 1.3-1.4x (bf16) at 2 rows, 1.1-1.3x at 4, even at ~8, 0.9x at 16 and less beyond
+// the 124M shapes built for Haswell, 2 threads, prompts of m tokens: the tiles 1.3-1.6x faster
+// (f32) and 1.2-1.5x (bf16) at 2 rows, 1.0-1.3x at 4, even at ~8, 0.9x at 16 and less beyond
 // (AVX2's 16 registers hold a 2 x 4 tile; the packed kernel's is larger).
 template <class E>
 inline constexpr std::size_t few_rows_max = 8;

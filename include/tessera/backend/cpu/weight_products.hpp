@@ -486,8 +486,8 @@ inline constexpr std::size_t integer_rows_max = 10;
 // (avx2::integer_columns); more rows dequantize W to float, which AVX2's float FMAs then
 // multiply faster than its integer instructions do (vpmaddubsw, vpmaddwd, a conversion and an
 // FMA per 32 products and row, against 4 FMAs once W is float). Measured on the 124M shapes
-// built for Haswell, 2 threads, prompts of m tokens: the tiles 2.0-2.1x faster at 2 rows,
-// 1.1-1.3x at 16; even at ~24 rows for Q8_0 and ~32 for Q4_0 (dearer to dequantize).
+// built for Haswell, 2 threads, prompts of m tokens: the tiles 2.0-2.2x faster at 2 rows,
+// 0.9-1.3x at 16; even at ~24 rows for Q8_0 and ~32 for Q4_0 (dearer to dequantize).
 template <class W>
 inline constexpr std::size_t avx2_integer_rows_max = std::is_same_v<W, Q4_0> ? 32 : 16;
 

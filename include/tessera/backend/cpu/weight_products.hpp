@@ -424,17 +424,27 @@ template <class W>
 [[gnu::noinline]] void gemv_weights(ThreadPool& pool, const W* w, const float* x, const float* bias, float* y, std::size_t n,
                                     std::size_t k) {
     constexpr bool integer = !std::is_same_v<W, bf16>;
+    // The dot product every row uses, chosen once (Q8_0 / Q4_0 on AVX-512 need VNNI, else they
+    // take AVX2's), and the activation row prepared for it.
+#if TESSERA_HAS_AVX512_KERNELS
+    const KernelLevel level = !integer ? kernel_level()
+                              : has_avx512_vnni() ? KernelLevel::avx512
+                              : has_avx2()        ? KernelLevel::avx2
+                                                  : KernelLevel::portable;
+#else
+    const KernelLevel level = KernelLevel::portable;
+#endif
     thread_local QuantizedRow caller_row;  // grows once per calling thread
     QuantizedRow& xq = caller_row;          // (the workers read the caller's, not their own)
     if constexpr (integer) {
         xq.reserve(k);
 #if TESSERA_HAS_AVX512_KERNELS
-        if (has_avx512_vnni()) {
+        if (level == KernelLevel::avx512) {
             avx512vnni::quantize_row(xq, x, k);
             if constexpr (std::is_same_v<W, Q4_0>) xq.pair_for_nibbles(k);
         } else {
             xq.assign(x, k);
-            if (has_avx2()) xq.template prepare_for_avx2<W>(k);
+            if (level == KernelLevel::avx2) xq.template prepare_for_avx2<W>(k);
         }
 #else
         xq.assign(x, k);  // (the portable dot reads q and d alone)
@@ -445,31 +455,19 @@ template <class W>
         const auto rows = [&](auto dot) {
             for (std::size_t r = begin; r < end; ++r) y[r] = dot(w + r * stored, x, xq, k);
         };
-        const auto portable_dot = [](const W* row, const float* v, const QuantizedRow& q, std::size_t d) {
-            return portable::dot(row, v, q, d);
-        };
 #if TESSERA_HAS_AVX512_KERNELS
-        const auto avx2_dot = [](const W* row, const float* v, const QuantizedRow& q, std::size_t d) {
-            return avx2::dot(row, v, q, d);
-        };
-        if constexpr (integer) {
-            if (has_avx512_vnni()) {
-                rows([](const W* row, const float* v, const QuantizedRow& q, std::size_t d) { return avx512vnni::dot(row, v, q, d); });
-            } else if (has_avx2()) {  // AVX2 CPUs, and AVX-512 ones without VNNI
-                rows(avx2_dot);
-            } else {
-                rows(portable_dot);
-            }
-        } else if (has_avx512()) {
-            rows([](const W* row, const float* v, const QuantizedRow&, std::size_t d) { return avx512::dot(row, v, d); });
-        } else if (has_avx2()) {
-            rows(avx2_dot);
-        } else {
-            rows(portable_dot);
-        }
-#else
-        rows(portable_dot);
+        if (level == KernelLevel::avx512) {
+            rows([](const W* row, const float* v, const QuantizedRow& q, std::size_t d) {
+                if constexpr (integer) return avx512vnni::dot(row, v, q, d);
+                else return avx512::dot(row, v, d);
+            });
+        } else if (level == KernelLevel::avx2) {
+            rows([](const W* row, const float* v, const QuantizedRow& q, std::size_t d) { return avx2::dot(row, v, q, d); });
+        } else
 #endif
+        {
+            rows([](const W* row, const float* v, const QuantizedRow& q, std::size_t d) { return portable::dot(row, v, q, d); });
+        }
         if (bias != nullptr)
             for (std::size_t r = begin; r < end; ++r) y[r] += bias[r];
     });

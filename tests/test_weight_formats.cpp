@@ -155,11 +155,13 @@ TEST_CASE("Products with bf16, Q8_0 and Q4_0 weights match double-precision refe
     check_products<Q8_0>(40, 130, 800);  // several panels
     // A few rows (the tiles: 4 activation rows at a time, then 3, 2, 1; eight blocks per step,
     // then the rest one by one), and the sizes where each path hands over to the next.
-    for (std::size_t m : {3, 4, 5, 6, 7, 10, 11, 12, 13, 16, 17, 31, 32, 33, 64, 65, 96, 97, 192, 193}) {
+    for (std::size_t m : {3, 4, 5, 6, 7, 10, 11, 12, 13, 16, 17, 31, 32, 33, 47, 48, 64, 65, 96, 97, 192, 193}) {
         check_products<bf16>(m, 37, 800);
         check_products<Q8_0>(m, 37, 800);
         check_products<Q4_0>(m, 37, 800);
     }
+    // A depth that is not a multiple of 32 (the AMX tiles' step: those blocks go through a padded copy).
+    for (std::size_t m : {cpu::amx_rows_min, cpu::amx_rows_min + 17}) check_products<bf16>(m, 37, 808);
 }
 
 namespace {
@@ -218,8 +220,13 @@ TEST_CASE("A row's product has the same bits whatever other rows share the produ
     }
     check_batch_independence<float>(cpu::avx512::few_rows_max<float>, 1);
     // bf16's one-row kernel sums in two accumulators (decoding reads faster one row at a time).
-    check_batch_independence<bf16>(cpu::has_avx512_bf16() ? cpu::bf16_few_rows_max : cpu::avx512::few_rows_max<bf16>, 2);
-    if (cpu::has_avx512_bf16()) check_batch_independence<bf16>(100, cpu::bf16_few_rows_max + 1);
+    if (cpu::has_amx()) {  // the float tiles below amx_rows_min rows, AMX tiles from there on
+        check_batch_independence<bf16>(cpu::amx_rows_min - 1, 2);
+        check_batch_independence<bf16>(100, cpu::amx_rows_min);
+    } else {
+        check_batch_independence<bf16>(cpu::has_avx512_bf16() ? cpu::bf16_few_rows_max : cpu::avx512::few_rows_max<bf16>, 2);
+        if (cpu::has_avx512_bf16()) check_batch_independence<bf16>(100, cpu::bf16_few_rows_max + 1);
+    }
     if (cpu::has_avx512_vnni()) {
         // One row runs gemv's two-accumulator kernel, 2 to integer_rows_max the few-row tiles,
         // more the packed GEMM: within each the same bits, between them the last float bits differ.
@@ -420,12 +427,13 @@ TEST_CASE("TESSERA_CPU_KERNELS narrows the kernels, and an unknown value is refu
     const cpu::KernelLevel supported = cpu::supported_kernel_level();
     const std::optional<cpu::KernelLevel> requested = cpu::requested_kernel_level();  // as ctest sets it
     CHECK(cpu::kernel_level() == (requested && *requested < supported ? *requested : supported));
-    CHECK(cpu::has_avx512() == (cpu::kernel_level() == cpu::KernelLevel::avx512));
+    CHECK(cpu::has_amx() == (cpu::kernel_level() == cpu::KernelLevel::amx));
+    CHECK(cpu::has_avx512() == (cpu::kernel_level() >= cpu::KernelLevel::avx512));
     CHECK(cpu::has_avx2() == (cpu::kernel_level() >= cpu::KernelLevel::avx2));
     const std::string before = requested ? std::getenv("TESSERA_CPU_KERNELS") : "";
     ::setenv("TESSERA_CPU_KERNELS", "avx3", 1);
     CHECK_THROWS_AS(Cpu(1), ArgumentError);
-    CHECK_THROWS_WITH(Cpu(1), "TESSERA_CPU_KERNELS=avx3: expected portable, avx2 or avx512");
+    CHECK_THROWS_WITH(Cpu(1), "TESSERA_CPU_KERNELS=avx3: expected portable, avx2, avx512 or amx");
     ::setenv("TESSERA_CPU_KERNELS", "avx2", 1);
     CHECK(cpu::requested_kernel_level() == cpu::KernelLevel::avx2);
     CHECK_NOTHROW(Cpu(1));

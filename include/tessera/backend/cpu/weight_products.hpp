@@ -31,6 +31,7 @@
 #include <tessera/backend/cpu/eigen_maps.hpp>              // matrix, ConstVectorMap
 #include <tessera/backend/cpu/matrix_products.hpp>         // few_rows_product
 #include <tessera/backend/cpu/matrix_products_avx512.hpp>  // avx512::gemm_columns, has_avx512
+#include <tessera/backend/cpu/products_amx.hpp>            // amx::block
 #include <tessera/backend/cpu/quantized_row.hpp>           // QuantizedRow, portable::dot
 #include <tessera/backend/cpu/products_avx2.hpp>           // avx2::dot, avx2::integer_columns
 #include <tessera/backend/cpu/thread_pool.hpp>             // ThreadPool
@@ -370,8 +371,10 @@ inline void packed_tile(const std::int8_t* aq, const float* ad, const std::int32
 // adds both products to a float lane: 32 multiply-adds per instruction, twice an FMA's. The
 // activations are rounded to bf16 (to nearest, ties to even) as llama.cpp does for bf16
 // weights; that rounding is this path's only difference from the float one. Packed as the
-// integer GEMM: per pair of k, two vectors of [16 weight rows][2 bf16]; activations 4 rows at
-// a time, [pair][row] as 32-bit words.
+// integer GEMM: per pair of k, two vectors of [16 weight rows][2 bf16]; activations 8 rows at
+// a time, [pair][row] as 32-bit words: 16 accumulators, enough independent chains to cover
+// vdpbf16ps's latency on two ports (4 rows, 8 chains, measured 1.4x slower on pp512).
+inline constexpr std::size_t bf16_packed_rows = 8;  // activation rows per tile
 inline void pack_bf16_panels(const bf16* w, std::size_t k, std::size_t rows, std::uint16_t* wp) noexcept {
     const std::size_t pairs = (k + 1) / 2;
     for (std::size_t r = 0; r < 32; ++r) {
@@ -394,7 +397,7 @@ inline void bf16_tile(const std::uint32_t* ap, const std::uint16_t* wp, std::siz
         const __m512bh w0 = (__m512bh)_mm512_load_si512(wp + (j * 2) * 32);
         const __m512bh w1 = (__m512bh)_mm512_load_si512(wp + (j * 2 + 1) * 32);
         unrolled<T>([&](auto t) {
-            const __m512bh x = (__m512bh)_mm512_set1_epi32(static_cast<int>(ap[j * packed_rows + t]));
+            const __m512bh x = (__m512bh)_mm512_set1_epi32(static_cast<int>(ap[j * bf16_packed_rows + t]));
             acc[t][0] = _mm512_dpbf16_ps(acc[t][0], x, w0);
             acc[t][1] = _mm512_dpbf16_ps(acc[t][1], x, w1);
         });
@@ -492,11 +495,17 @@ inline constexpr std::size_t avx2_integer_rows_max = std::is_same_v<W, Q4_0> ? 3
 // Up to this many rows, bf16 products keep float activations (the few-row tiles) where the
 // CPU has vdpbf16ps; more go to the packed bf16 GEMM (measured even at ~64 rows, 1.6x at 512).
 inline constexpr std::size_t bf16_few_rows_max = 64;
+// From this many rows bf16 products run on AMX tiles where the CPU has them, below it on the
+// few-row float tiles. Measured (124M, 2 threads, tokens/s AMX vs float tiles): 16 rows 400 vs
+// 650, 32 rows 770 vs 900, 48 rows 1,000 vs 960, 64 rows 1,290 vs 1,000, 512 rows 2,370 vs 800
+// (the packed vdpbf16ps GEMM). With few rows the tiles wait on cold weights: a tile load reads
+// 16 rows at once, prefetching them ahead measured no better.
+inline constexpr std::size_t amx_rows_min = 48;
 #endif
 
 // What a product of m rows with W weights multiplies the weights with: float activations,
-// activations rounded to bf16 (bf16 weights, more than bf16_few_rows_max rows, with AVX-512
-// BF16), or 8-bit ones (Q8_0 and Q4_0: one row everywhere, any number with AVX-512 VNNI).
+// activations rounded to bf16 (bf16 weights: amx_rows_min rows or more on AMX, more than
+// bf16_few_rows_max with AVX-512 BF16), or 8-bit ones (Q8_0 and Q4_0: one row everywhere, any number with AVX-512 VNNI).
 enum class ActivationPrecision { f32, bf16, int8 };
 template <class W>
 ActivationPrecision activation_precision(std::size_t m) noexcept {
@@ -508,6 +517,9 @@ ActivationPrecision activation_precision(std::size_t m) noexcept {
     } else if constexpr (std::is_same_v<W, bf16>) {
 #if TESSERA_HAS_AVX512_KERNELS
         if (m > bf16_few_rows_max && has_avx512_bf16()) return ActivationPrecision::bf16;
+#endif
+#if TESSERA_HAS_AMX_KERNELS
+        if (m >= amx_rows_min && has_amx()) return ActivationPrecision::bf16;
 #endif
         return ActivationPrecision::f32;
     } else {
@@ -546,15 +558,14 @@ void few_rows_integer(ThreadPool& pool, const float* a, const W* w, const float*
 }
 #endif
 
-// Calls tile.template operator()<T>() with T = min(4, rows) as a compile-time constant.
-template <class Tile>
+// Calls tile.template operator()<T>() with T = min(Max, rows) (rows >= 1) as a compile-time
+// constant.
+template <std::size_t Max, class Tile>
 inline void with_tile_rows(std::size_t rows, Tile&& tile) {
-    switch (std::min(avx512vnni::packed_rows, rows)) {
-        case 4: tile.template operator()<4>(); break;
-        case 3: tile.template operator()<3>(); break;
-        case 2: tile.template operator()<2>(); break;
-        default: tile.template operator()<1>(); break;
-    }
+    const std::size_t t = std::min(Max, rows);
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+        (void)((t == I + 1 ? (tile.template operator()<I + 1>(), true) : false) || ...);
+    }(std::make_index_sequence<Max>{});
 }
 
 // The packed integer GEMM in two halves. First the activations: every row quantized (as the
@@ -605,7 +616,7 @@ void packed_panels_gemm(ThreadPool& pool, avx512vnni::PackedActivations& packed,
             const float* ps = panel_data.second;
             for (std::size_t tile = 0; tile < tiles; ++tile) {
                 float* out = c + tile * packed_rows * n + col;
-                with_tile_rows(m - tile * packed_rows, [&]<std::size_t T>() {
+                with_tile_rows<packed_rows>(m - tile * packed_rows, [&]<std::size_t T>() {
                     packed_tile<T>(packed.tile_q(tile), packed.tile_d(tile), packed.tile_offset(tile), pq, ps, blocks, out, n, cols);
                 });
             }
@@ -664,28 +675,40 @@ inline void prepacked_integer_gemm(ThreadPool& pool, const float* a, const Packe
     }, bias, c, m, n, k);
 }
 
-// C(m, n) = A(m, k) · W(n, k)ᵀ + bias for bf16 weights and many rows: the packed vdpbf16ps GEMM.
-inline void packed_bf16_gemm(ThreadPool& pool, const float* a, const bf16* w, const float* bias, float* c, std::size_t m,
-                             std::size_t n, std::size_t k) {
-    using namespace avx512vnni;
-    const std::size_t pairs = (k + 1) / 2, tiles = (m + packed_rows - 1) / packed_rows;
-    thread_local AlignedBuffer<std::uint32_t> caller_packed;  // grows once per calling thread
-    AlignedBuffer<std::uint32_t>& packed = caller_packed;     // (the workers fill and read the caller's)
-    if (packed.size() < tiles * packed_rows * pairs) packed = AlignedBuffer<std::uint32_t>(tiles * packed_rows * pairs);
+// A(m, k) rounded to bf16 (to nearest, ties to even) and packed `rows_per_tile` rows at a time,
+// [pair of k][row] as 32-bit words for `pairs` >= k/2 pairs, rows past m and columns past k
+// zero: the activation operand of the vdpbf16ps and AMX products, in the caller's buffer
+// (grows once per thread).
+inline const AlignedBuffer<std::uint32_t>& pack_bf16_activations(ThreadPool& pool, const float* a, std::size_t m, std::size_t k,
+                                                                 std::size_t rows_per_tile, std::size_t pairs) {
+    const std::size_t tiles = (m + rows_per_tile - 1) / rows_per_tile;
+    thread_local AlignedBuffer<std::uint32_t> caller_packed;  // (the workers fill the caller's)
+    AlignedBuffer<std::uint32_t>& packed = caller_packed;
+    if (packed.size() < tiles * rows_per_tile * pairs) packed = AlignedBuffer<std::uint32_t>(tiles * rows_per_tile * pairs);
     pool.parallel_for(tiles, 1, [&](std::size_t begin, std::size_t end) {
         for (std::size_t tile = begin; tile < end; ++tile) {
-            std::uint32_t* dst = packed.data() + tile * packed_rows * pairs;
-            for (std::size_t t = 0; t < packed_rows; ++t) {
-                const std::size_t i = tile * packed_rows + t;
+            std::uint32_t* dst = packed.data() + tile * rows_per_tile * pairs;
+            for (std::size_t t = 0; t < rows_per_tile; ++t) {
+                const std::size_t i = tile * rows_per_tile + t;
                 for (std::size_t j = 0; j < pairs; ++j) {
                     const auto half = [&](std::size_t e) -> std::uint32_t {
                         return i < m && e < k ? bf16(a[i * k + e]).bits : 0u;
                     };
-                    dst[j * packed_rows + t] = half(2 * j) | (half(2 * j + 1) << 16);
+                    dst[j * rows_per_tile + t] = half(2 * j) | (half(2 * j + 1) << 16);
                 }
             }
         }
     });
+    return packed;
+}
+
+// C(m, n) = A(m, k) · W(n, k)ᵀ + bias for bf16 weights and many rows: the packed vdpbf16ps GEMM.
+inline void packed_bf16_gemm(ThreadPool& pool, const float* a, const bf16* w, const float* bias, float* c, std::size_t m,
+                             std::size_t n, std::size_t k) {
+    using namespace avx512vnni;
+    constexpr std::size_t rows_per_tile = bf16_packed_rows;
+    const std::size_t pairs = (k + 1) / 2, tiles = (m + rows_per_tile - 1) / rows_per_tile;
+    const AlignedBuffer<std::uint32_t>& packed = pack_bf16_activations(pool, a, m, k, rows_per_tile, pairs);
     pool.parallel_for(n, 32, [&](std::size_t begin, std::size_t end) {
         thread_local AlignedBuffer<std::uint16_t> wp;
         if (wp.size() < 32 * 2 * pairs) wp = AlignedBuffer<std::uint16_t>(32 * 2 * pairs);
@@ -693,14 +716,63 @@ inline void packed_bf16_gemm(ThreadPool& pool, const float* a, const bf16* w, co
             const std::size_t cols = std::min<std::size_t>(32, end - col);
             pack_bf16_panels(w + col * k, k, cols, wp.data());
             for (std::size_t tile = 0; tile < tiles; ++tile) {
-                with_tile_rows(m - tile * packed_rows, [&]<std::size_t T>() {
-                    bf16_tile<T>(packed.data() + tile * packed_rows * pairs, wp.data(), pairs, c + tile * packed_rows * n + col, n, cols);
+                with_tile_rows<rows_per_tile>(m - tile * rows_per_tile, [&]<std::size_t T>() {
+                    bf16_tile<T>(packed.data() + tile * rows_per_tile * pairs, wp.data(), pairs, c + tile * rows_per_tile * n + col, n, cols);
                 });
             }
             add_bias_columns(c, bias, m, n, col, col + cols);
         }
     });
 }
+
+#if TESSERA_HAS_AMX_KERNELS
+// C(m, n) = A(m, k) · W(n, k)ᵀ + bias for bf16 weights on AMX tiles (products_amx.hpp). Each
+// task takes 32 weight rows at a time, as stored, and runs them against every activation tile.
+// A tile load reads 32 whole rows of 32-weight steps, so where fewer than 32 rows remain, or k
+// is not a multiple of 32, the block is first copied with zeros around it (GPT-2's k, 768 and
+// 3072, never needs it).
+inline void amx_bf16_gemm(ThreadPool& pool, const float* a, const bf16* w, const float* bias, float* c, std::size_t m,
+                          std::size_t n, std::size_t k) {
+    using amx::block_rows, amx::tile_rows;
+    const std::size_t depth = (k + 31) / 32 * 32, pairs = depth / 2, tiles = (m + tile_rows - 1) / tile_rows;
+    const AlignedBuffer<std::uint32_t>& packed = pack_bf16_activations(pool, a, m, k, tile_rows, pairs);
+    pool.parallel_for(n, block_rows, [&](std::size_t begin, std::size_t end) {
+        thread_local AlignedBuffer<bf16> padded;
+        alignas(64) float out[4][tile_rows][tile_rows];
+        amx::configure();
+        for (std::size_t r = begin; r < end; r += block_rows) {
+            const std::size_t rows = std::min(block_rows, end - r);
+            const bf16* wb = w + r * k;
+            std::size_t stride = k;
+            if (r + block_rows > n || depth != k) {
+                if (padded.size() < block_rows * depth) padded = AlignedBuffer<bf16>(block_rows * depth);
+                std::fill(padded.data(), padded.data() + block_rows * depth, bf16{});
+                for (std::size_t i = 0; i < rows; ++i) std::copy(wb + i * k, wb + (i + 1) * k, padded.data() + i * depth);
+                wb = padded.data();
+                stride = depth;
+            }
+            for (std::size_t t = 0; t < tiles; t += 2) {
+                const bool two = t + 1 < tiles;
+                const std::uint32_t* act = packed.data() + t * tile_rows * pairs;
+                if (two) amx::block<true>(wb, stride, depth, act, act + tile_rows * pairs, out);
+                else amx::block<false>(wb, stride, depth, act, act, out);
+                for (std::size_t j = 0; j < (two ? 2u : 1u); ++j) {
+                    const std::size_t first = (t + j) * tile_rows, count = std::min(tile_rows, m - first);
+                    for (std::size_t i = 0; i < 2; ++i) {
+                        const std::size_t col = r + i * tile_rows;
+                        if (col >= r + rows) continue;
+                        const std::size_t cols = std::min(tile_rows, r + rows - col);
+                        for (std::size_t row = 0; row < count; ++row)
+                            for (std::size_t q = 0; q < cols; ++q) c[(first + row) * n + col + q] = out[2 * i + j][q][row];
+                    }
+                }
+            }
+            add_bias_columns(c, bias, m, n, r, r + rows);
+        }
+        amx::release();
+    });
+}
+#endif
 
 // C(M,N) = A(M,K) · W(N,K)ᵀ + bias(N) for stored weights: one row is gemv_weights; more rows
 // dequantize W panel by panel (64 rows) and use the float product.
@@ -710,6 +782,9 @@ template <class W>
 #if TESSERA_HAS_AVX512_KERNELS
     // bf16: a few rows go through the float tiles, widened as they are loaded.
     if constexpr (std::is_same_v<W, bf16>) {
+#if TESSERA_HAS_AMX_KERNELS
+        if (m >= amx_rows_min && has_amx()) return amx_bf16_gemm(pool, a, w, bias, c, m, n, k);
+#endif
         if (m > bf16_few_rows_max && has_avx512_bf16()) return packed_bf16_gemm(pool, a, w, bias, c, m, n, k);
         if (m > 1 && few_rows_product(pool, a, w, bias, c, m, n, k)) return;
     }

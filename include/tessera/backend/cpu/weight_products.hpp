@@ -430,7 +430,7 @@ template <class W>
     // The dot product every row uses, chosen once (Q8_0 / Q4_0 on AVX-512 need VNNI, else they
     // take AVX2's), and the activation row prepared for it.
 #if TESSERA_HAS_AVX512_KERNELS
-    const KernelLevel level = !integer ? kernel_level()
+    const KernelLevel level = !integer ? std::min(kernel_level(), KernelLevel::avx512)  // (no AMX dot)
                               : has_avx512_vnni() ? KernelLevel::avx512
                               : has_avx2()        ? KernelLevel::avx2
                                                   : KernelLevel::portable;

@@ -13,6 +13,12 @@
 # bf16, q8_0 and q4_0 come from llama.cpp's own llama-quantize, and both programs run exactly
 # those files. Each of ROUNDS rounds runs tessera's bench_gpt2 (all formats, interleaved) and
 # llama-bench (all formats), in alternating order; the table shows the medians over the rounds.
+# Both time warm runs: llama-bench runs each test once untimed before its repetitions, and
+# bench_gpt2 each prompt (--warm-up yes, its default); a CPU whose last-level cache holds a
+# model's weights times cold and warm prompts very differently.
+# On a CPU with AMX, build llama.cpp with -DGGML_NATIVE=OFF and the AVX-512 flags
+# (-DGGML_AVX512=ON -DGGML_AVX512_VNNI=ON -DGGML_AVX512_BF16=ON ...) and -DGGML_AMX_INT8=OFF:
+# 80fb11a's AMX path crashed on Q8_0 files here (segmentation fault in llama-bench).
 # Environment: TESSERA_BUILD (default build), THREADS (2), ROUNDS (3), PP (16,64,512), TG (128),
 # FORMATS (f32 bf16 q8_0 q4_0).
 # BATCH=1,2,4,8,16 measures aggregate decode instead: that many sequences decoded together, each
@@ -21,7 +27,7 @@
 set -euo pipefail
 
 if [[ $# -lt 2 ]]; then
-    sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
 fi
 llama_dir=$1

@@ -4,7 +4,11 @@
 //
 //   build/bench/bench_gpt2 --model build/gpt2_fixtures/gpt2-124m [--model M2.gguf ...] [--threads 2]
 //                          [--pp 16,64,512] [--tg 128] [--rounds 4] [--weights f32,bf16,q8_0,q4_0]
-//                          [--batch 1,2,4,8,16]
+//                          [--batch 1,2,4,8,16] [--warm-up yes|no]
+// --warm-up (default yes): each timed prompt run follows an untimed run of the same prompt, as
+// llama-bench's warm-up run does (the bandwidth sample before them evicts the caches; with
+// "no" every prompt is timed with the weights cold, which a CPU whose last-level cache holds a
+// model's weights, as some hold hundreds of MB, times very differently).
 // --batch: aggregate decode tokens/s with that many sequences decoded together (each after a
 // 16-token prompt, tg steps), instead of pp and tg.
 // Each --model (a directory or a .gguf) runs as stored, or once per --weights format; all are
@@ -103,6 +107,7 @@ int run(int argc, char** argv) {
     int rounds = 4;
     std::vector<tessera::WeightFormatId> formats;
     std::vector<std::size_t> batches;
+    bool warm_up = true;
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string flag = argv[i], value = argv[i + 1];
         if (flag == "--model") paths.push_back(value);
@@ -111,6 +116,7 @@ int run(int argc, char** argv) {
         else if (flag == "--tg") tg = whole_numbers(flag, value).at(0);
         else if (flag == "--batch") batches = whole_numbers(flag, value);
         else if (flag == "--rounds") rounds = std::max(1, static_cast<int>(whole_numbers(flag, value).at(0)));
+        else if (flag == "--warm-up" && (value == "yes" || value == "no")) warm_up = value == "yes";
         else if (flag == "--weights") {
             for (std::size_t at = 0; at <= value.size();) {
                 const std::size_t comma = std::min(value.find(',', at), value.size());
@@ -158,8 +164,8 @@ int run(int argc, char** argv) {
     }
     const double rss = peak_rss_bytes();
 
-    // Then the rounds, each: a bandwidth sample, the prompts, a bandwidth sample, tg, for each
-    // model. The machine is shared and its bandwidth drifts, so the ceiling is sampled between
+    // Then the rounds, each: a bandwidth sample, the prompts (each after its warm-up run), a
+    // bandwidth sample, tg (after its untimed 1-token prompt), for each model. The machine is shared and its bandwidth drifts, so the ceiling is sampled between
     // the runs it judges (the meter's 1 GiB buffer is created after the RSS reading above).
     tessera::bench::RooflineMeter meter(cpu.pool());
     tessera::bench::RooflineSamples samples;
@@ -168,7 +174,10 @@ int run(int argc, char** argv) {
             Measured& m = models[r % 2 ? models.size() - 1 - i : i];  // alternate who goes first
             const tessera::bench::Gpt2Runs<tessera::LanguageModel> runs{*m.model};
             meter.sample(samples);
-            for (std::size_t p = 0; p < prompts.size(); ++p) m.pp_seconds[p] += runs.pp(prompts[p]);
+            for (std::size_t p = 0; p < prompts.size(); ++p) {
+                if (warm_up) runs.pp(prompts[p]);
+                m.pp_seconds[p] += runs.pp(prompts[p]);
+            }
             meter.sample(samples);
             m.tg_seconds += runs.tg(tg);
         }

@@ -455,8 +455,16 @@ template <class W>
     }
     const std::size_t stored = stored_elements<W>(k);
     pool.parallel_for(n, 16, [&](std::size_t begin, std::size_t end) {
+        // Each row's bytes are prefetched while the one before it is multiplied.
+        const std::size_t row_bytes = stored * sizeof(W), ahead = std::max<std::size_t>(1, (2048 + row_bytes - 1) / row_bytes);
         const auto rows = [&](auto dot) {
-            for (std::size_t r = begin; r < end; ++r) y[r] = dot(w + r * stored, x, xq, k);
+            for (std::size_t r = begin; r < end; ++r) {
+                if (r + ahead < end) {
+                    const char* next = reinterpret_cast<const char*>(w + (r + ahead) * stored);
+                    for (std::size_t b = 0; b < row_bytes; b += 64) __builtin_prefetch(next + b);
+                }
+                y[r] = dot(w + r * stored, x, xq, k);
+            }
         };
 #if TESSERA_HAS_AVX512_KERNELS
         if (level == KernelLevel::avx512) {

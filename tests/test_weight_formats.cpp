@@ -151,7 +151,9 @@ TEST_CASE("Products with bf16, Q8_0 and Q4_0 weights match double-precision refe
     for (std::size_t k : {256, 576, 768, 800, 3072}) {
         check_products<Q8_0>(1, 130, k);
         check_products<Q4_0>(1, 130, k);
+        check_products<bf16>(1, 130, k);
     }
+    check_products<bf16>(1, 130, 808);  // the one-row bf16 dot's masked tail
     check_products<Q8_0>(40, 130, 800);  // several panels
     // A few rows (the tiles: 4 activation rows at a time, then 3, 2, 1; eight blocks per step,
     // then the rest one by one), and the sizes where each path hands over to the next.

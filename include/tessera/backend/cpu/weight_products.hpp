@@ -410,6 +410,24 @@ inline void bf16_tile(const std::uint32_t* ap, const std::uint16_t* wp, std::siz
     });
 }
 
+// W row · x for bf16 W and x rounded to bf16 (xb): vdpbf16ps, 32 products per instruction, no
+// widening of W. Decoding with bf16 weights, measured against widening W to float and FMA (the
+// same run, 124M): 63 -> 75 tokens/s. llama.cpp rounds the activations of bf16 products so too.
+inline float dot_bf16(const bf16* w, const bf16* xb, std::size_t k) noexcept {
+    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+    std::size_t i = 0;
+    for (; i + 64 <= k; i += 64) {
+        acc0 = _mm512_dpbf16_ps(acc0, (__m512bh)_mm512_loadu_si512(w + i), (__m512bh)_mm512_loadu_si512(xb + i));
+        acc1 = _mm512_dpbf16_ps(acc1, (__m512bh)_mm512_loadu_si512(w + i + 32), (__m512bh)_mm512_loadu_si512(xb + i + 32));
+    }
+    for (; i < k; i += 32) {
+        const std::size_t n = std::min<std::size_t>(32, k - i);
+        const __mmask32 lanes = n == 32 ? ~__mmask32{0} : (__mmask32{1} << n) - 1;
+        acc0 = _mm512_dpbf16_ps(acc0, (__m512bh)_mm512_maskz_loadu_epi16(lanes, w + i), (__m512bh)_mm512_maskz_loadu_epi16(lanes, xb + i));
+    }
+    return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
+}
+
 }  // namespace tessera::cpu::avx512vnni
 
 #if defined(__clang__)
@@ -454,6 +472,17 @@ template <class W>
 #endif
     }
     const std::size_t stored = stored_elements<W>(k);
+#if TESSERA_HAS_AVX512_KERNELS
+    // bf16 weights with vdpbf16ps: x rounded to bf16 once, in the caller's buffer (grows once
+    // per calling thread; the workers read the caller's).
+    thread_local AlignedBuffer<bf16> caller_xb;
+    const bool bf16_x = !integer && has_avx512_bf16();
+    if (bf16_x) {
+        if (caller_xb.size() < k) caller_xb = AlignedBuffer<bf16>(k);
+        for (std::size_t i = 0; i < k; ++i) caller_xb.data()[i] = bf16(x[i]);
+    }
+    const bf16* xb = caller_xb.data();
+#endif
     pool.parallel_for(n, 16, [&](std::size_t begin, std::size_t end) {
         // Each row's bytes are prefetched while the one before it is multiplied.
         const std::size_t row_bytes = stored * sizeof(W), ahead = std::max<std::size_t>(1, (2048 + row_bytes - 1) / row_bytes);
@@ -468,10 +497,13 @@ template <class W>
         };
 #if TESSERA_HAS_AVX512_KERNELS
         if (level == KernelLevel::avx512) {
-            rows([](const W* row, const float* v, const QuantizedRow& q, std::size_t d) {
-                if constexpr (integer) return avx512vnni::dot(row, v, q, d);
-                else return avx512::dot(row, v, d);
-            });
+            if constexpr (integer) {
+                rows([](const W* row, const float* v, const QuantizedRow& q, std::size_t d) { return avx512vnni::dot(row, v, q, d); });
+            } else if (bf16_x) {
+                rows([xb](const W* row, const float*, const QuantizedRow&, std::size_t d) { return avx512vnni::dot_bf16(row, xb, d); });
+            } else {
+                rows([](const W* row, const float* v, const QuantizedRow&, std::size_t d) { return avx512::dot(row, v, d); });
+            }
         } else if (level == KernelLevel::avx2) {
             rows([](const W* row, const float* v, const QuantizedRow& q, std::size_t d) { return avx2::dot(row, v, q, d); });
         } else
@@ -512,8 +544,8 @@ inline constexpr std::size_t amx_rows_min = 48;
 #endif
 
 // What a product of m rows with W weights multiplies the weights with: float activations,
-// activations rounded to bf16 (bf16 weights: amx_rows_min rows or more on AMX, more than
-// bf16_few_rows_max with AVX-512 BF16), or 8-bit ones (Q8_0 and Q4_0: one row everywhere, any number with AVX-512 VNNI).
+// activations rounded to bf16 (bf16 weights with AVX-512 BF16: one row, or more than
+// bf16_few_rows_max; on AMX from amx_rows_min rows), or 8-bit ones (Q8_0 and Q4_0: one row everywhere, any number with AVX-512 VNNI).
 enum class ActivationPrecision { f32, bf16, int8 };
 template <class W>
 ActivationPrecision activation_precision(std::size_t m) noexcept {
@@ -524,7 +556,7 @@ ActivationPrecision activation_precision(std::size_t m) noexcept {
         return m == 1 ? ActivationPrecision::int8 : ActivationPrecision::f32;
     } else if constexpr (std::is_same_v<W, bf16>) {
 #if TESSERA_HAS_AVX512_KERNELS
-        if (m > bf16_few_rows_max && has_avx512_bf16()) return ActivationPrecision::bf16;
+        if ((m == 1 || m > bf16_few_rows_max) && has_avx512_bf16()) return ActivationPrecision::bf16;
 #endif
 #if TESSERA_HAS_AMX_KERNELS
         if (m >= amx_rows_min && has_amx()) return ActivationPrecision::bf16;

@@ -165,8 +165,9 @@ int run(int argc, char** argv) {
     const double rss = peak_rss_bytes();
 
     // Then the rounds, each: a bandwidth sample, the prompts (each after its warm-up run), a
-    // bandwidth sample, tg (after its untimed 1-token prompt), for each model. The machine is shared and its bandwidth drifts, so the ceiling is sampled between
-    // the runs it judges (the meter's 1 GiB buffer is created after the RSS reading above).
+    // bandwidth sample, tg (after its untimed 1-token prompt), for each model. The machine is
+    // shared and its bandwidth drifts, so the ceiling is sampled between the runs it judges (the
+    // meter's 1 GiB buffer is created after the RSS reading above).
     tessera::bench::RooflineMeter meter(cpu.pool());
     tessera::bench::RooflineSamples samples;
     for (int r = 0; r < rounds; ++r) {

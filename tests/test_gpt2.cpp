@@ -122,9 +122,8 @@ TEST_CASE("The decode step allocates nothing", "[gpt2]") {
 // outliers to hide behind); bound 2e-2, while a wrong block layout or scale moves logits by
 // their own size. bf16 decodes in float (measured 1.4e-7, bound 1e-5), or, with AVX-512 BF16,
 // on activations rounded to bf16 (vdpbf16ps, as llama.cpp): measured 2.5e-3 of the largest
-// |logit|, bound 1e-2. With AVX-512 VNNI the
-// prefill also runs on 8-bit activations, under the same bound; with float activations (the
-// portable kernels) it must match to 1e-4.
+// |logit|, bound 1e-2. With AVX-512 VNNI the prefill also runs on 8-bit activations, under the
+// same bound; with float activations (the portable kernels) it must match to 1e-4.
 TEST_CASE("Stored weights: logits match the reference of the weights each format holds", "[gpt2][formats]") {
     const auto tokens = fixture_tokens();
     const auto check = [&]<class W>(double decode_tolerance) {

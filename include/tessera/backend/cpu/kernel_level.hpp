@@ -2,8 +2,9 @@
 // Which of tessera's own x86 kernels run: the widest this CPU has (AMX-BF16 tiles with AVX-512,
 // else AVX-512, else AVX2 with FMA and F16C, else the portable loops), or a narrower level named
 // by the environment variable TESSERA_CPU_KERNELS (portable, avx2, avx512, amx), so that every
-// path can be tested and compared on one machine. Chosen at run time, never by -march: each kernel is compiled for its own
-// instructions by a target pragma (see matrix_products_avx512.hpp on the one-definition rule).
+// path can be tested and compared on one machine. Chosen at run time, never by -march: each
+// kernel is compiled for its own instructions by a target pragma (see matrix_products_avx512.hpp
+// on the one-definition rule).
 #include <cstdlib>      // std::getenv
 #include <optional>     // std::optional
 #include <string>       // std::string

@@ -85,6 +85,14 @@ inline void block(const bf16* w, std::size_t stride, std::size_t k, const std::u
     }
 }
 
+// c[row · ldc + col] = result[col][row] for the first `rows` activation rows and `cols` weight
+// rows of one 16 x 16 result tile (Cᵀ).
+inline void store_transposed(const float (&result)[tile_rows][tile_rows], float* c, std::size_t ldc, std::size_t rows,
+                             std::size_t cols) noexcept {
+    for (std::size_t row = 0; row < rows; ++row)
+        for (std::size_t col = 0; col < cols; ++col) c[row * ldc + col] = result[col][row];
+}
+
 }  // namespace tessera::cpu::amx
 
 #if defined(__clang__)

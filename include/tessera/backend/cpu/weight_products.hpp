@@ -372,8 +372,9 @@ inline void packed_tile(const std::int8_t* aq, const float* ad, const std::int32
 // activations are rounded to bf16 (to nearest, ties to even) as llama.cpp does for bf16
 // weights; that rounding is this path's only difference from the float one. Packed as the
 // integer GEMM: per pair of k, two vectors of [16 weight rows][2 bf16]; activations 8 rows at
-// a time, [pair][row] as 32-bit words: 16 accumulators, enough independent chains to cover
-// vdpbf16ps's latency on two ports (4 rows, 8 chains, measured 1.4x slower on pp512).
+// a time, [pair][row] as 32-bit words: 16 accumulators, enough independent chains for a CPU
+// that issues vdpbf16ps on two ports (on one port, Sapphire Rapids, 4 and 8 rows measured
+// alike).
 inline constexpr std::size_t bf16_packed_rows = 8;  // activation rows per tile
 inline void pack_bf16_panels(const bf16* w, std::size_t k, std::size_t rows, std::uint16_t* wp) noexcept {
     const std::size_t pairs = (k + 1) / 2;
@@ -476,7 +477,7 @@ template <class W>
     // bf16 weights with vdpbf16ps: x rounded to bf16 once, in the caller's buffer (grows once
     // per calling thread; the workers read the caller's).
     thread_local AlignedBuffer<bf16> caller_xb;
-    const bool bf16_x = !integer && has_avx512_bf16();
+    const bool bf16_x = !integer && level == KernelLevel::avx512 && has_avx512_bf16();
     if (bf16_x) {
         if (caller_xb.size() < k) caller_xb = AlignedBuffer<bf16>(k);
         for (std::size_t i = 0; i < k; ++i) caller_xb.data()[i] = bf16(x[i]);
@@ -545,7 +546,8 @@ inline constexpr std::size_t amx_rows_min = 48;
 
 // What a product of m rows with W weights multiplies the weights with: float activations,
 // activations rounded to bf16 (bf16 weights with AVX-512 BF16: one row, or more than
-// bf16_few_rows_max; on AMX from amx_rows_min rows), or 8-bit ones (Q8_0 and Q4_0: one row everywhere, any number with AVX-512 VNNI).
+// bf16_few_rows_max; on AMX from amx_rows_min rows), or 8-bit ones (Q8_0 and Q4_0: one row
+// everywhere, any number with AVX-512 VNNI).
 enum class ActivationPrecision { f32, bf16, int8 };
 template <class W>
 ActivationPrecision activation_precision(std::size_t m) noexcept {
@@ -796,16 +798,11 @@ inline void amx_bf16_gemm(ThreadPool& pool, const float* a, const bf16* w, const
                 const std::uint32_t* act = packed.data() + t * tile_rows * pairs;
                 if (two) amx::block<true>(wb, stride, depth, act, act + tile_rows * pairs, out);
                 else amx::block<false>(wb, stride, depth, act, act, out);
-                for (std::size_t j = 0; j < (two ? 2u : 1u); ++j) {
-                    const std::size_t first = (t + j) * tile_rows, count = std::min(tile_rows, m - first);
-                    for (std::size_t i = 0; i < 2; ++i) {
-                        const std::size_t col = r + i * tile_rows;
-                        if (col >= r + rows) continue;
-                        const std::size_t cols = std::min(tile_rows, r + rows - col);
-                        for (std::size_t row = 0; row < count; ++row)
-                            for (std::size_t q = 0; q < cols; ++q) c[(first + row) * n + col + q] = out[2 * i + j][q][row];
-                    }
-                }
+                for (std::size_t j = 0; j < (two ? 2u : 1u); ++j)      // activation tiles
+                    for (std::size_t i = 0; i * tile_rows < rows; ++i)  // weight tiles
+                        amx::store_transposed(out[2 * i + j], c + (t + j) * tile_rows * n + r + i * tile_rows, n,
+                                              std::min(tile_rows, m - (t + j) * tile_rows),
+                                              std::min(tile_rows, rows - i * tile_rows));
             }
             add_bias_columns(c, bias, m, n, r, r + rows);
         }

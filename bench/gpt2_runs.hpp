@@ -34,9 +34,10 @@ struct Gpt2Runs {
         return seconds_since(t0);
     }
 
-    double tg(std::size_t steps) const {
+    // After a `prompt`-token prompt (1: llama-bench's tg; longer: decoding deeper in the context).
+    double tg(std::size_t steps, std::size_t prompt = 1) const {
         model.reset();
-        auto logits = model.prefill(prompt_of(1));
+        auto logits = model.prefill(prompt_of(prompt));
         const auto t0 = std::chrono::steady_clock::now();
         for (std::size_t i = 0; i < steps; ++i) {
             const auto next = std::max_element(logits.begin(), logits.end()) - logits.begin();

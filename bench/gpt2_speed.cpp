@@ -4,13 +4,16 @@
 //
 //   build/bench/bench_gpt2 --model build/gpt2_fixtures/gpt2-124m [--model M2.gguf ...] [--threads 2]
 //                          [--pp 16,64,512] [--tg 128] [--rounds 4] [--weights f32,bf16,q8_0,q4_0]
-//                          [--batch 1,2,4,8,16] [--warm-up yes|no]
+//                          [--batch 1,2,4,8,16] [--warm-up yes|no] [--kv-cache f32,bf16]
 // --warm-up (default yes): each timed prompt run follows an untimed run of the same prompt, as
 // llama-bench's warm-up run does (the bandwidth sample before them evicts the caches; with
 // "no" every prompt is timed with the weights cold, which a CPU whose last-level cache holds a
 // model's weights, as some hold hundreds of MB, times very differently).
 // --batch: aggregate decode tokens/s with that many sequences decoded together (each after a
 // 16-token prompt, tg steps), instead of pp and tg.
+// --kv-cache: each model once per KV cache precision (default f32). --tg-prompt N: tg after an
+// N-token prompt instead of one token, and --batch's prompts (default 16): decoding deeper in
+// the context, where the cache's reads count.
 // Each --model (a directory or a .gguf) runs as stored, or once per --weights format; all are
 // measured in the same interleaved rounds (ratios free of the machine's drift). One directory of
 // the 124M shape without --weights also runs the static GPT2<GPT2Small, Cpu>.
@@ -19,6 +22,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -57,6 +61,13 @@ std::vector<std::size_t> whole_numbers(const std::string& flag, const std::strin
     return out;
 }
 
+// "q8_0", or "q8_0 + bf16 KV" for a model with a bf16 KV cache.
+std::string label(const tessera::LanguageModel& model) {
+    std::string out(model.weight_format());
+    if (model.kv_cache() != tessera::KvPrecision::f32) out += " + " + std::string(tessera::kv_precision_name(model.kv_cache())) + " KV";
+    return out;
+}
+
 struct Measured {
     std::unique_ptr<tessera::LanguageModel> model;
     std::string path;
@@ -68,8 +79,8 @@ struct Measured {
 
 // Aggregate decode throughput against the number of sequences decoded together, each model in
 // the same interleaved rounds; ratios to one sequence (the first size) of the same model.
-int run_batches(std::vector<Measured>& models, const std::vector<std::size_t>& batches, std::size_t tg, int rounds) {
-    constexpr std::size_t prompt_tokens = 16;
+int run_batches(std::vector<Measured>& models, const std::vector<std::size_t>& batches, std::size_t tg, int rounds,
+                std::size_t prompt_tokens) {
     const std::size_t most = *std::max_element(batches.begin(), batches.end());
     std::vector<std::vector<std::unique_ptr<tessera::SequenceState>>> sequences(models.size());
     for (std::size_t i = 0; i < models.size(); ++i) {
@@ -88,7 +99,8 @@ int run_batches(std::vector<Measured>& models, const std::vector<std::size_t>& b
         }
     }
     for (const Measured& m : models) {
-        std::printf("model %s (%s): aggregate decode, %zu-token prompts, tg%zu, mean of %d\n", m.model->description().c_str(),
+        std::printf("model %s, KV cache %s (%s): aggregate decode, %zu-token prompts, tg%zu, mean of %d\n",
+                    m.model->description().c_str(), std::string(tessera::kv_precision_name(m.model->kv_cache())).c_str(),
                     m.path.c_str(), prompt_tokens, tg, rounds);
         const double one = batches[0] * tg * rounds / m.batch_seconds[0];
         for (std::size_t b = 0; b < batches.size(); ++b) {
@@ -108,6 +120,8 @@ int run(int argc, char** argv) {
     std::vector<tessera::WeightFormatId> formats;
     std::vector<std::size_t> batches;
     bool warm_up = true;
+    std::vector<tessera::KvPrecision> kv_caches;
+    std::optional<std::size_t> tg_prompt;
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string flag = argv[i], value = argv[i + 1];
         if (flag == "--model") paths.push_back(value);
@@ -117,6 +131,16 @@ int run(int argc, char** argv) {
         else if (flag == "--batch") batches = whole_numbers(flag, value);
         else if (flag == "--rounds") rounds = std::max(1, static_cast<int>(whole_numbers(flag, value).at(0)));
         else if (flag == "--warm-up" && (value == "yes" || value == "no")) warm_up = value == "yes";
+        else if (flag == "--tg-prompt") tg_prompt = std::max<std::size_t>(1, whole_numbers(flag, value).at(0));
+        else if (flag == "--kv-cache") {
+            for (std::size_t at = 0; at <= value.size();) {
+                const std::size_t comma = std::min(value.find(',', at), value.size());
+                const auto kv = tessera::kv_precision_named(value.substr(at, comma - at));
+                if (!kv) throw std::invalid_argument("--kv-cache: f32 or bf16, comma-separated");
+                kv_caches.push_back(*kv);
+                at = comma + 1;
+            }
+        }
         else if (flag == "--weights") {
             for (std::size_t at = 0; at <= value.size();) {
                 const std::size_t comma = std::min(value.find(',', at), value.size());
@@ -138,29 +162,34 @@ int run(int argc, char** argv) {
     const auto bytes_per_weight = [](tessera::WeightFormatId id) {
         return tessera::with_weight_type(id, [&]<class W>() { return double(sizeof(W)) / double(tessera::WeightFormat<W>::block); });
     };
-    const auto add = [&](std::unique_ptr<tessera::LanguageModel> model, const std::string& path,
-                         const tessera::GPT2Shape& shape) {
-        const auto id = *tessera::weight_format_named(model->weight_format());
-        const tessera::bench::Gpt2Traffic traffic(shape, bytes_per_weight(id), bytes_per_weight(tessera::head_weight_format(id)));
-        models.push_back({std::move(model), path, traffic, std::vector<double>(pps.size()), 0.0, std::vector<double>(batches.size())});
+    if (kv_caches.empty()) kv_caches.push_back(tessera::KvPrecision::f32);
+    const auto add = [&](const auto& open, const std::string& path, const tessera::GPT2Shape& shape) {
+        for (const tessera::KvPrecision kv : kv_caches) {
+            std::unique_ptr<tessera::LanguageModel> model = open();
+            model->use_kv_cache(kv);
+            const auto id = *tessera::weight_format_named(model->weight_format());
+            const tessera::bench::Gpt2Traffic traffic(shape, bytes_per_weight(id), bytes_per_weight(tessera::head_weight_format(id)),
+                                                      kv == tessera::KvPrecision::bf16 ? 2.0 : 4.0);
+            models.push_back({std::move(model), path, traffic, std::vector<double>(pps.size()), 0.0, std::vector<double>(batches.size())});
+        }
     };
     for (const std::string& path : paths) {
         const tessera::GPT2Shape shape = tessera::Gpt2Files(path).hyperparameters().shape;
-        if (formats.empty()) add(tessera::open_gpt2(cpu, path), path, shape);
-        for (const tessera::WeightFormatId id : formats) add(tessera::open_gpt2(cpu, path, nullptr, id), path, shape);
+        if (formats.empty()) add([&] { return tessera::open_gpt2(cpu, path); }, path, shape);
+        for (const tessera::WeightFormatId id : formats) add([&] { return tessera::open_gpt2(cpu, path, nullptr, id); }, path, shape);
         if (formats.empty() && paths.size() == 1 && tessera::GPT2Small::shape() == shape &&
             std::filesystem::is_directory(path)) {
-            add(tessera::open_gpt2<tessera::GPT2Small>(cpu, path), path, shape);
+            add([&] { return tessera::open_gpt2<tessera::GPT2Small>(cpu, path); }, path, shape);
         }
     }
-    if (!batches.empty()) return run_batches(models, batches, tg, rounds);
+    if (!batches.empty()) return run_batches(models, batches, tg, rounds, tg_prompt.value_or(16));
     const tessera::bench::Gpt2Runs<tessera::LanguageModel> first{*models[0].model};
     std::vector<std::vector<tessera::TokenId>> prompts;
     for (const std::size_t pp : pps) prompts.push_back(first.prompt_of(pp));
     for (auto& m : models) {  // warm-up, and the peak memory of a full run
         const tessera::bench::Gpt2Runs<tessera::LanguageModel> runs{*m.model};
         runs.pp(prompts.back());
-        runs.tg(tg);
+        runs.tg(tg, tg_prompt.value_or(1));
     }
     const double rss = peak_rss_bytes();
 
@@ -180,7 +209,7 @@ int run(int argc, char** argv) {
                 m.pp_seconds[p] += runs.pp(prompts[p]);
             }
             meter.sample(samples);
-            m.tg_seconds += runs.tg(tg);
+            m.tg_seconds += runs.tg(tg, tg_prompt.value_or(1));
         }
     }
     meter.sample(samples);
@@ -190,11 +219,12 @@ int run(int argc, char** argv) {
                 bw_mean / 1e9);
     double all_weight_bytes = 0, kv_cache_bytes = 0;
     for (const Measured& m : models) {
-        const double step_bytes = m.traffic.decode_step_bytes(static_cast<double>(tg));
+        const double step_bytes = m.traffic.decode_step_bytes(static_cast<double>(tg), static_cast<double>(tg_prompt.value_or(1)));
         all_weight_bytes += m.traffic.resident_weight_bytes();
         kv_cache_bytes += m.traffic.kv_cache_bytes();
         const double tg_rate = tg * rounds / m.tg_seconds, step_rate_bytes = step_bytes * tg_rate;
-        std::printf("model %s (%s)\n", m.model->description().c_str(), m.path.c_str());
+        std::printf("model %s, KV cache %s (%s)\n", m.model->description().c_str(),
+                    std::string(tessera::kv_precision_name(m.model->kv_cache())).c_str(), m.path.c_str());
         for (std::size_t p = 0; p < prompts.size(); ++p) {
             const double mean = m.pp_seconds[p] / rounds;
             std::printf("  pp%zu: %.1f tokens/s (%.4f s, mean of %d)\n", prompts[p].size(), prompts[p].size() / mean, mean, rounds);
@@ -204,8 +234,8 @@ int run(int argc, char** argv) {
         std::printf("  decode roofline fraction: %.2f\n", step_rate_bytes / bw_mean);
     }
     for (std::size_t m = 1; m < models.size(); ++m) {
-        std::printf("%s / %s: pp%zu %.2f, tg %.2f (tokens/s ratios)\n", std::string(models[m].model->weight_format()).c_str(),
-                    std::string(models[0].model->weight_format()).c_str(), prompts.back().size(),
+        std::printf("%s / %s: pp%zu %.2f, tg %.2f (tokens/s ratios)\n", label(*models[m].model).c_str(),
+                    label(*models[0].model).c_str(), prompts.back().size(),
                     models[0].pp_seconds.back() / models[m].pp_seconds.back(), models[0].tg_seconds / models[m].tg_seconds);
     }
     std::printf("peak RSS %.1f MB (%zu model(s)); weights %.1f MB + KV cache %.1f MB = %.1f MB in all; ratio %.2f\n",

@@ -19,6 +19,7 @@
 #include <utility>      // std::exchange
 
 #include <tessera/core/error.hpp>           // Error
+#include <tessera/core/kv_precision.hpp>    // KvPrecision, kv_precision_named
 #include <tessera/core/weight_formats.hpp>  // WeightFormatId, weight_format_named
 
 namespace tessera::cli {
@@ -92,6 +93,20 @@ inline CLI::Option* add_weights_option(CLI::App& app, std::optional<WeightFormat
             "how the weights are stored: " + names +
                 " (quantized when loaded; default: as the file stores them, f32 for safetensors)")
         ->type_name("FORMAT");
+}
+
+// --kv-cache f32|bf16: how the KV cache stores keys and values (bf16: half the memory).
+inline CLI::Option* add_kv_cache_option(CLI::App& app, KvPrecision& kv) {
+    return app
+        .add_option_function<std::string>(
+            "--kv-cache",
+            [&kv](const std::string& name) {
+                const auto p = kv_precision_named(name);
+                if (!p) throw CLI::ValidationError("--kv-cache", "must be f32 or bf16, got '" + name + "'");
+                kv = *p;
+            },
+            "how the KV cache stores keys and values: f32 (default) or bf16 (half the memory; cpu backend)")
+        ->type_name("PRECISION");
 }
 
 inline std::string read_input(const std::string& path, std::size_t max_bytes = std::size_t{1} << 30) {

@@ -83,6 +83,8 @@ int main(int argc, char** argv) {
         ->check(whole_number(1U, std::numeric_limits<unsigned>::max()));
     std::optional<tessera::WeightFormatId> weights;
     tessera::cli::add_weights_option(app, weights);
+    tessera::KvPrecision kv_cache = tessera::KvPrecision::f32;
+    tessera::cli::add_kv_cache_option(app, kv_cache);
     app.add_option("--backend", backend, "cpu or cuda (GPT-2 on the GPU: needs a CUDA build and device)")->check(CLI::IsMember({"cpu", "cuda"}));
     app.add_option("--device", device, "CUDA device index (cuda backend)")->check(CLI::NonNegativeNumber);
     app.add_flag("--no-stream", no_stream, "print the text once at the end");
@@ -107,6 +109,7 @@ int main(int argc, char** argv) {
         const auto tokenizer = tessera::open_tokenizer(model_dir);
         auto sampler = tessera::make_sampler(sampling);
         const auto model = tessera::open_gpt2_on(backend, model_dir, threads, weights, device);
+        model->use_kv_cache(kv_cache);
         if (verbose) {
             std::fprintf(stderr, "model: %s%s; seed %llu\n", model->description().c_str(),
                          backend == "cpu" ? (", " + std::to_string(threads) + " threads").c_str() : "",
@@ -135,7 +138,8 @@ int main(int argc, char** argv) {
                                 {"end_to_end_tokens_per_second", c.end_to_end_tokens_per_second()},
                                 {"seed", c.seed},
                                 {"backend", backend},
-                                {"weights", std::string(model->weight_format())}};
+                                {"weights", std::string(model->weight_format())},
+                                {"kv_cache", std::string(tessera::kv_precision_name(model->kv_cache()))}};
             out.write(j.dump() + '\n');
         } else {
             out.write(stream ? "\n" : c.text + '\n');

@@ -2,7 +2,7 @@
 //
 //   perplexity --model DIR --text-file F      (tokenized with DIR's vocab.json + merges.txt)
 //   perplexity --model DIR --tokens-file F    (whitespace-separated token ids)
-//   [--stride S] [--threads N] [--dump-logits OUT] [--weights FORMAT]
+//   [--stride S] [--threads N] [--dump-logits OUT] [--weights FORMAT] [--kv-cache f32|bf16]
 //   [--kl-divergence-base OUT]   (save this model's distributions: run it with f32 weights)
 //   [--kl-divergence BASE]       (compare with them: KL divergence, top-1 agreement, as
 //                                 llama.cpp's perplexity --kl-divergence reports them)
@@ -111,6 +111,8 @@ int main(int argc, char** argv) {
         ->check(whole_number(1U, std::numeric_limits<unsigned>::max()));
     std::optional<tessera::WeightFormatId> weights;
     tessera::cli::add_weights_option(app, weights);
+    tessera::KvPrecision kv_cache = tessera::KvPrecision::f32;
+    tessera::cli::add_kv_cache_option(app, kv_cache);
     app.add_option("--backend", backend, "cpu or cuda (GPT-2 on the GPU: needs a CUDA build and device)")
         ->check(CLI::IsMember({"cpu", "cuda"}));
     app.add_option("--device", device, "CUDA device index (cuda backend)")->check(CLI::NonNegativeNumber);
@@ -141,6 +143,7 @@ int main(int argc, char** argv) {
         std::optional<tessera::cli::Output> dump, kl_out;
         if (!dump_logits.empty()) dump.emplace(dump_logits);
         const auto model = tessera::open_gpt2_on(backend, model_dir, threads, weights, device);
+        model->use_kv_cache(kv_cache);
         if (tokenizer) tokenizer->check_vocab_size(model->vocabulary_size());  // ids must mean the same tokens
         std::optional<KlBase> kl_in;
         if (!kl_base_in.empty()) kl_in.emplace(kl_base_in, model->vocabulary_size(), tokens);

@@ -1,6 +1,7 @@
 // Every CPU kernel against the naive double-precision references in reference_kernels.hpp,
 // over odd sizes (1, 3, 17, 769), static/dynamic extent mixes and 1-3 threads.
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cmath>
 #include <span>
 #include <vector>
@@ -232,6 +233,52 @@ TEST_CASE("decoding one query against cached keys equals the last row of full at
     causal_attention(cpu, q.view().rows(t - 1, 1), k, v, one);
     for (std::size_t i = 0; i < heads * dim; ++i)
         REQUIRE(std::fabs(one.data()[i] - full.data()[(t - 1) * heads * dim + i]) <= 1e-6f);
+}
+
+// bf16 keys and values (a bf16 KV cache) are widened to float in the kernel: the result is
+// float attention over the widened values, against the float64 reference over the same values
+// (within 1e-5, as above), for the per-query path (tq 1 and 3), the matrix-product path (tq >=
+// 16), and several sequences in one call. Against float attention over the unrounded values
+// it differs by bf16's rounding (2⁻⁹ relative per value): checked at least once above 1e-4
+// there, so that a kernel that read the floats instead would fail.
+TEST_CASE("causal_attention over bf16 keys and values is float attention over their widened values", "[cpu][attention]") {
+    const unsigned threads = GENERATE(1u, 2u);
+    const std::size_t tk = GENERATE(3u, 40u);
+    const std::size_t tq = GENERATE_COPY(values<std::size_t>({1u, 3u, tk}));
+    constexpr std::size_t heads = 3, dim = 17;
+    Cpu cpu(threads);
+    Tensor<float, Extents<dyn, heads, dim>, Cpu> q(tq), out(tq), exact(tq), k(tk), v(tk);
+    Tensor<bf16, Extents<dyn, heads, dim>, Cpu> k16(tk), v16(tk);
+    const auto qv = random_values(q.size(), 21, -2.0f, 2.0f), kv = random_values(k16.size(), 22, -2.0f, 2.0f),
+               vv = random_values(v16.size(), 23);
+    fill(q, qv);
+    fill(k, kv);
+    fill(v, vv);
+    convert(k, k16);
+    convert(v, v16);
+    std::vector<float> k_widened(kv.size()), v_widened(vv.size());
+    for (std::size_t i = 0; i < kv.size(); ++i) k_widened[i] = static_cast<float>(k16.data()[i]);
+    for (std::size_t i = 0; i < vv.size(); ++i) v_widened[i] = static_cast<float>(v16.data()[i]);
+    causal_attention(cpu, q, k16, v16, out);
+    INFO("tq=" << tq << " tk=" << tk << " threads=" << threads);
+    const auto want = test::attention_reference(qv, k_widened, v_widened, tq, tk, heads, dim);
+    CHECK(worst_error_ratio(out.data(), want, 1e-5, 0.0) <= 1.0);
+    causal_attention(cpu, q, k, v, exact);
+    double moved = 0;
+    for (std::size_t i = 0; i < out.size(); ++i) moved = std::max(moved, double(std::fabs(out.data()[i] - exact.data()[i])));
+    CHECK(moved > 1e-4);
+
+    // Two sequences in one call: each gets what it gets alone.
+    Tensor<float, Extents<dyn, heads, dim>, Cpu> out2(tq);
+    const std::vector<AttentionOperands<Cpu, bf16>> each{
+        {input_operand<3, Cpu>(q), stored_operand<3, Cpu>(k16), stored_operand<3, Cpu>(v16), output_operand<3, Cpu>(out2)},
+        {input_operand<3, Cpu>(q.view().rows(tq - 1, 1)), stored_operand<3, Cpu>(k16.view().rows(0, tk)),
+         stored_operand<3, Cpu>(v16.view().rows(0, tk)), output_operand<3, Cpu>(exact.view().rows(0, 1))}};
+    causal_attention(cpu, std::span<const AttentionOperands<Cpu, bf16>>(each));
+    CHECK(std::equal(out.data(), out.data() + out.size(), out2.data()));
+    if (tq < cpu::attention_block_queries) {  // the same per-query path alone and together
+        CHECK(std::equal(exact.data(), exact.data() + heads * dim, out.data() + (tq - 1) * heads * dim));
+    }
 }
 
 TEST_CASE("causal_attention rejects more queries than keys and aliased k/v", "[cpu][attention]") {

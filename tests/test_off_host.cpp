@@ -98,6 +98,19 @@ TEST_CASE("A backend without a copy kernel refuses a step over several sequences
     });
 }
 
+TEST_CASE("A backend without bf16 attention refuses a bf16 KV cache and keeps its f32 one", "[gpt2][off-host][kv]") {
+    OffHost off(1);
+    load_gpt2(off, test::gpt2_fixtures + "/tiny", [&](auto& model) {
+        const std::vector<TokenId> ids{1, 2};
+        model.prefill(ids);
+        CHECK_THROWS_WITH(model.use_kv_cache(KvPrecision::bf16),
+                          Catch::Contains("the off-host backend keeps keys and values in f32 only"));
+        CHECK(model.kv_cache() == KvPrecision::f32);
+        CHECK(model.position() == 2);  // nothing was lost
+        CHECK(model.decode(3).size() == model.vocabulary_size());
+    });
+}
+
 // The instrument itself: each break of the contract that a CUDA run would punish (sometimes
 // silently) fails here, at once or as a stale result.
 TEST_CASE("The device-style backend punishes what a CUDA stream and graph capture would", "[off-host][errors]") {

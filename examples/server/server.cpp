@@ -52,6 +52,7 @@ struct Settings {
     double timeout = 600, read_timeout = 30, shutdown_grace = 10;
     bool context_shift = false;
     std::optional<tessera::WeightFormatId> weights;
+    tessera::KvPrecision kv_cache = tessera::KvPrecision::f32;
     RequestLimits limits;
 };
 
@@ -297,6 +298,7 @@ int main(int argc, char** argv) {
     using tessera::cli::Bound, tessera::cli::real_number, tessera::cli::whole_number;
     app.add_option("--model", s.model_path, "a GPT-2 GGUF file, or a directory with config.json, model.safetensors, vocab.json, merges.txt");
     tessera::cli::add_weights_option(app, s.weights);
+    tessera::cli::add_kv_cache_option(app, s.kv_cache);
     app.add_option("--alias", s.alias, "the model's name in responses and /v1/models (default: the file or directory name)");
     app.add_option("--host", s.host, "the address to listen on");
     app.add_option("--port", s.port, "the port (0: any free port, printed)")->check(whole_number(0, 65535));
@@ -387,6 +389,7 @@ int main(int argc, char** argv) {
                            {"meta",
                             {{"description", sv.model->description()},
                              {"weights", std::string(sv.model->weight_format())},
+                             {"kv_cache", std::string(tessera::kv_precision_name(sv.model->kv_cache()))},
                              {"vocab_size", sv.model->vocabulary_size()},
                              {"context_length", sv.engine->options().context},
                              {"parallel", sv.engine->options().sequences}}}}}}});
@@ -443,6 +446,7 @@ int main(int argc, char** argv) {
     try {
         service.tokenizer = tessera::open_tokenizer(s.model_path);
         service.model = tessera::open_gpt2_on("cpu", s.model_path, s.threads, s.weights);
+        service.model->use_kv_cache(s.kv_cache);
         tessera::BatchOptions batch;
         batch.sequences = s.parallel;
         batch.context = s.context;

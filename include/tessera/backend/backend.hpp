@@ -12,6 +12,7 @@
 #include <vector>       // std::vector
 
 #include <tessera/core/concepts.hpp>     // StorageBackend
+#include <tessera/core/dtype.hpp>        // bf16
 #include <tessera/core/tensor_view.hpp>  // MatrixView, VectorView, Tensor3View
 
 namespace tessera {
@@ -102,17 +103,26 @@ concept Backend = StorageBackend<B> && HasTransfers<B> && HasGemm<B> && HasGemv<
 template <class B>
 concept ReservesAttentionScratch = requires(B& b, std::size_t n) { b.reserve_attention(n, n); };
 
-// One sequence's operands of a batched attention (HasBatchedAttention).
-template <class B>
+// One sequence's operands of a batched attention (HasBatchedAttention); keys and values
+// stored as KV (float, or bf16 where the backend has HasBf16Attention).
+template <class B, class KV = float>
 struct AttentionOperands {
-    Tensor3View<const float, B> q, k, v;
+    Tensor3View<const float, B> q;
+    Tensor3View<const KV, B> k, v;
     Tensor3View<float, B> out;
 };
 
 // Optional: causal attention for several sequences in one call (each entry as
 // HasCausalAttention computes it, with the same results); a batched step uses it.
+template <class B, class KV = float>
+concept HasBatchedAttention = requires(B& b, std::span<const AttentionOperands<B, KV>> each) { b.causal_attention(each); };
+
+// Optional: causal attention over keys and values stored as bf16 (a bf16 KV cache), computed
+// in float from their widened values, one sequence and several.
 template <class B>
-concept HasBatchedAttention = requires(B& b, std::span<const AttentionOperands<B>> each) { b.causal_attention(each); };
+concept HasBf16Attention = HasBatchedAttention<B, bf16> &&
+                           requires(B& b, Tensor3View<const float, B> q, Tensor3View<const bf16, B> kv,
+                                    Tensor3View<float, B> out) { b.causal_attention(q, kv, kv, out); };
 
 // Optional: dst = src within the backend's memory. Models need it to run several sequences in
 // one step (each sequence's keys and values are copied into its own cache).

@@ -7,6 +7,7 @@
 #include <memory>     // std::unique_ptr
 #include <span>       // std::span
 #include <thread>     // std::thread::hardware_concurrency
+#include <tuple>      // std::tuple, std::get
 #include <type_traits>  // std::is_same_v
 #include <vector>     // std::vector
 
@@ -99,34 +100,42 @@ public:
     void gelu(VectorView<const float, Cpu> x, VectorView<float, Cpu> out) {
         cpu::gelu(*pool_, x.data(), out.data(), out.size());
     }
-    // Per-thread score rows for attention; GPT2 reserves the whole context before each step.
-    void reserve_attention(std::size_t queries, std::size_t keys) {
-        const std::size_t floats = cpu::attention_scratch_floats(queries, keys);
+    // Per-thread score rows for attention (and, with `bf16_head_dim`, room to widen bf16 keys
+    // and values of that head_dim); GPT2 reserves the whole context before each step.
+    void reserve_attention(std::size_t queries, std::size_t keys, std::size_t bf16_head_dim = 0) {
+        const std::size_t floats = cpu::attention_scratch_floats(queries, keys, bf16_head_dim);
         for (auto& row : scratch_) {
             if (row.size() < floats) row = cpu::AlignedBuffer<float>(floats);
         }
     }
-    void causal_attention(Tensor3View<const float, Cpu> q, Tensor3View<const float, Cpu> k,
-                          Tensor3View<const float, Cpu> v, Tensor3View<float, Cpu> out) {
+    // Keys and values in float or bf16 (a bf16 KV cache: HasBf16Attention).
+    template <class KV>
+        requires std::is_same_v<KV, float> || std::is_same_v<KV, bf16>
+    void causal_attention(Tensor3View<const float, Cpu> q, Tensor3View<const KV, Cpu> k, Tensor3View<const KV, Cpu> v,
+                          Tensor3View<float, Cpu> out) {
         const std::size_t tk = k.extent(0);
-        reserve_attention(q.extent(0), tk);  // a no-op when the caller reserved
+        reserve_attention(q.extent(0), tk, bf16_dim<KV>(q.extent(2)));  // a no-op when the caller reserved
         cpu::causal_attention(*pool_, scratch_, q.data(), k.data(), v.data(), out.data(), q.extent(0), tk, q.extent(1),
                               q.extent(2));
     }
 
     // Several sequences at once (a batched step): see cpu::causal_attention_each. The list of
     // pointers lives in the backend, grown once, so that a step allocates nothing.
-    void causal_attention(std::span<const AttentionOperands<Cpu>> each) {
-        attention_list_.clear();
+    template <class KV>
+        requires std::is_same_v<KV, float> || std::is_same_v<KV, bf16>
+    void causal_attention(std::span<const AttentionOperands<Cpu, KV>> each) {
+        auto& list = std::get<std::vector<cpu::AttentionSequence<KV>>>(attention_lists_);
+        list.clear();
         std::size_t most_q = 0, most_k = 0;
         for (const auto& e : each) {
-            attention_list_.push_back({e.q.data(), e.k.data(), e.v.data(), e.out.data(), e.q.extent(0), e.k.extent(0)});
+            list.push_back({e.q.data(), e.k.data(), e.v.data(), e.out.data(), e.q.extent(0), e.k.extent(0)});
             most_q = std::max(most_q, e.q.extent(0));
             most_k = std::max(most_k, e.k.extent(0));
         }
         if (each.empty()) return;
-        reserve_attention(most_q, most_k);  // a no-op when the caller reserved
-        cpu::causal_attention_each(*pool_, scratch_, attention_list_, each[0].q.extent(1), each[0].q.extent(2));
+        reserve_attention(most_q, most_k, bf16_dim<KV>(each[0].q.extent(2)));  // a no-op when the caller reserved
+        cpu::causal_attention_each(*pool_, scratch_, std::span<const cpu::AttentionSequence<KV>>(list), each[0].q.extent(1),
+                                   each[0].q.extent(2));
     }
 
     void gather_rows(MatrixView<const float, Cpu> table, std::span<const std::int32_t> ids, MatrixView<float, Cpu> out) {
@@ -152,10 +161,15 @@ private:
     static const float* bias_or_null(VectorView<const float, Cpu> bias) noexcept {
         return bias.empty() ? nullptr : bias.data();
     }
+    template <class KV>
+    static std::size_t bf16_dim(std::size_t head_dim) noexcept {
+        return std::is_same_v<KV, bf16> ? head_dim : 0;
+    }
 
     std::unique_ptr<cpu::ThreadPool> pool_;
     std::vector<cpu::AlignedBuffer<float>> scratch_;  // attention scores per thread, 64-byte aligned
-    std::vector<cpu::AttentionSequence> attention_list_;  // a batched step's sequences
+    // A batched step's sequences, for float and for bf16 keys and values.
+    std::tuple<std::vector<cpu::AttentionSequence<float>>, std::vector<cpu::AttentionSequence<bf16>>> attention_lists_;
 };
 
 }  // namespace tessera

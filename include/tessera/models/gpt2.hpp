@@ -3,7 +3,7 @@
 // four projections of each block) stored as W: float, bf16, Q8_0 or Q4_0
 // (core/weight_formats.hpp), quantized when loaded; the tied embedding / LM head as HeadW
 // (W, except a Q8_0 head for Q4_0: head_weight_t). Position embeddings, layer norms, biases,
-// activations and the KV cache stay float.
+// activations stay float; the KV cache is float, or bf16 (use_kv_cache).
 //
 //   ids --wte + positions--> x (T, C) --DecoderBlock x L (KV cache appended)--> x
 //       --ln_f--> x_last (C) --· wteᵀ (tied head)--> logits (V)
@@ -35,6 +35,7 @@
 #include <tessera/models/sequence.hpp>        // SequenceState, SequenceTokens
 #include <tessera/nn/decoder_block.hpp>       // DecoderBlock, BlockScratch
 #include <tessera/nn/embedding.hpp>           // Embedding
+#include <tessera/nn/kv_cache.hpp>            // KvPrecision, HasBf16KvCache
 #include <tessera/nn/layer_norm.hpp>          // LayerNorm
 #include <tessera/nn/parameter.hpp>           // Checkpoint, WeightSource
 #include <tessera/nn/positions.hpp>           // LearnedPositions, SinusoidalPositions
@@ -90,17 +91,44 @@ public:
     // decode().
     class Sequence final : public SequenceState {
     public:
-        Sequence(const GPT2Shape& shape, std::size_t context) : SequenceState(context) {
-            caches_.reserve(shape.n_layer);
-            for (std::size_t i = 0; i < shape.n_layer; ++i) caches_.emplace_back(context, shape.n_head, shape.head_dim());
+        Sequence(const GPT2Shape& shape, std::size_t context, KvPrecision kv = KvPrecision::f32) : SequenceState(context) {
+            store_keys_as(shape, kv);
+        }
+        KvPrecision kv_precision() const noexcept { return caches_.front().precision; }
+        // Bytes of its keys and values in all layers.
+        std::size_t kv_bytes() const noexcept {
+            std::size_t bytes = 0;
+            for (const auto& c : caches_) bytes += c.bytes();
+            return bytes;
         }
 
     private:
         friend class GPT2;
+        void store_keys_as(const GPT2Shape& shape, KvPrecision kv) {
+            std::vector<typename Block::Cache> caches;
+            caches.reserve(shape.n_layer);
+            for (std::size_t i = 0; i < shape.n_layer; ++i) caches.emplace_back(context_length(), shape.n_head, shape.head_dim(), kv);
+            caches_ = std::move(caches);
+        }
         std::vector<typename Block::Cache> caches_;  // n_layer x (context, H, D) keys and values
     };
 
-    // A new sequence of `context` positions (0: the model's context), at position 0.
+    // Keys and values of the model's own sequence, and of those new_sequence makes from now on,
+    // stored as `kv`: bf16 halves their memory (a backend with HasBf16KvCache: the CPU; others
+    // throw ArgumentError). Resets the model's own sequence.
+    void use_kv_cache(KvPrecision kv) {
+        check_kv_precision<B>(kv);
+        [[maybe_unused]] const auto active = tessera::activate(*backend_);
+        if (kv != own_.kv_precision()) own_.store_keys_as(shape_, kv);
+        own_.reset();
+        kv_precision_ = kv;
+    }
+    KvPrecision kv_cache() const noexcept { return kv_precision_; }
+    // Bytes of the model's own sequence's keys and values.
+    std::size_t kv_bytes() const noexcept { return own_.kv_bytes(); }
+
+    // A new sequence of `context` positions (0: the model's context), at position 0, its keys
+    // and values stored as use_kv_cache said (f32 unless told).
     std::unique_ptr<Sequence> new_sequence(std::size_t context = 0) const {
         if (context == 0) context = shape_.n_ctx;
         if (context > shape_.n_ctx) {
@@ -108,7 +136,7 @@ public:
                                 std::to_string(shape_.n_ctx));
         }
         [[maybe_unused]] const auto active = tessera::activate(*backend_);
-        return std::make_unique<Sequence>(shape_, context);
+        return std::make_unique<Sequence>(shape_, context, kv_precision_);
     }
 
     // From a checkpoint (nn/parameter.hpp; GPT-2's files: models/gpt2_checkpoints.hpp), whose
@@ -200,7 +228,7 @@ public:
         if (sequences > 1 && !HasCopy<B>) {
             throw ArgumentError(std::string("GPT2: the ") + B::name + " backend runs one sequence per step");
         }
-        scratch_.reserve(rows, sequences > 1);
+        reserve_keys(rows, sequences > 1, kv_precision_ == KvPrecision::bf16);
         if (x_.extent(0) < rows) x_ = Tensor<float, Extents<dyn, n_embd>, B>(rows, shape_.n_embd);
         if (logits_.extent(0) < sequences) logits_ = Tensor<float, Extents<dyn, vocab_size>, B>(sequences, shape_.vocab_size);
         if (!B::host_accessible && host_logits_.size() < sequences * shape_.vocab_size) {
@@ -304,7 +332,7 @@ private:
         auto* seq = dynamic_cast<Sequence*>(s.sequence);
         if (seq == nullptr) throw ArgumentError("GPT2: a sequence in the step is null or was made by a different model type");
         if (seq->caches_.size() != shape_.n_layer ||
-            (shape_.n_layer > 0 && seq->caches_[0].keys.extent(1) * seq->caches_[0].keys.extent(2) != shape_.n_embd)) {
+            (shape_.n_layer > 0 && seq->caches_[0].width() != shape_.n_embd)) {
             throw ArgumentError("GPT2: a sequence in the step was made by a model of another shape");
         }
         return *seq;
@@ -317,8 +345,10 @@ private:
     std::size_t admit(std::span<const SequenceTokens> batch) {
         if (batch.empty()) throw ArgumentError("GPT2: no sequences to run");
         std::size_t rows = 0;
+        bool bf16_keys = false;
         for (std::size_t i = 0; i < batch.size(); ++i) {
             const Sequence& seq = sequence_of(batch[i]);
+            bf16_keys = bf16_keys || seq.kv_precision() == KvPrecision::bf16;
             const std::size_t t = batch[i].tokens.size();
             if (t == 0) throw ArgumentError("GPT2: no tokens to run");
             if (t > seq.context_length() - seq.position()) {
@@ -331,7 +361,18 @@ private:
             rows += t;
         }
         reserve_steps(batch.size(), rows);
+        if (bf16_keys) reserve_keys(rows, batch.size() > 1, true);  // also when made before use_kv_cache(f32)
         return rows;
+    }
+
+    // Block scratch for `rows` rows, with the keys and values staged before they go to each
+    // cache for `several` sequences or a `bf16` cache, and then the backend's room to widen
+    // bf16 keys and values in attention.
+    void reserve_keys(std::size_t rows, bool several, bool bf16) {
+        scratch_.reserve(rows, several || bf16);
+        if constexpr (HasBf16KvCache<B>) {
+            if (bf16) backend_->reserve_attention(rows, shape_.n_ctx, shape_.head_dim());
+        }
     }
 
     // Queues the blocks over the batch's tokens (in order: rows [0, rows)); returns x (rows, C).
@@ -368,6 +409,7 @@ private:
     host_buffer_t<B, float> host_logits_;                   // (sequences cap, V) on the host, for device backends
     std::vector<TokenId> ids_;                              // the step's tokens, all sequences
     std::vector<CacheRows<typename Block::Cache>> slices_;  // the step's sequences, one layer's caches
+    KvPrecision kv_precision_ = KvPrecision::f32;           // of own_, and of new sequences
     Sequence own_;                                          // what prefill() and decode() run
 };
 

@@ -16,6 +16,7 @@
 
 #include <tessera/core/token_id.hpp>  // TokenId
 #include <tessera/core/weight_formats.hpp>  // WeightFormat
+#include <tessera/core/kv_precision.hpp>    // KvPrecision
 #include <tessera/models/sequence.hpp>      // SequenceState, SequenceTokens
 
 namespace tessera {
@@ -73,6 +74,10 @@ public:
     virtual std::string description() const = 0;
     // How its matrices are stored ("f32", "q8_0", ...).
     virtual std::string_view weight_format() const = 0;
+    // How the keys and values of its own sequence and of new sequences are stored
+    // (GPT2::use_kv_cache: throws ArgumentError where the backend keeps f32 only).
+    virtual void use_kv_cache(KvPrecision kv) = 0;
+    virtual KvPrecision kv_cache() const = 0;
 };
 
 // The interface over a concrete model M, owning it and, in keep_alive, what it must not outlive
@@ -98,6 +103,8 @@ public:
     void reserve_steps(std::size_t sequences, std::size_t rows) override { model_->reserve_steps(sequences, rows); }
     std::string description() const override { return description_; }
     std::string_view weight_format() const override { return WeightFormat<typename M::weight_type>::name; }
+    void use_kv_cache(KvPrecision kv) override { model_->use_kv_cache(kv); }
+    KvPrecision kv_cache() const override { return model_->kv_cache(); }
 
 private:
     std::shared_ptr<void> keep_alive_;  // declared first: destroyed after the model

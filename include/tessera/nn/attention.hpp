@@ -3,13 +3,14 @@
 // causal multi-head attention over the KV cache, output projection.
 #include <cstddef>  // std::size_t
 #include <string>   // std::string
+#include <type_traits>  // std::is_same_v
 #include <vector>   // std::vector
 #include <span>     // std::span
 
 #include <tessera/backend/backend.hpp> // HasCopy
 #include <tessera/core/error.hpp>      // ArgumentError
 #include <tessera/core/tensor.hpp>     // TensorView
-#include <tessera/nn/kv_cache.hpp>     // KvCache, CacheRows
+#include <tessera/nn/kv_cache.hpp>     // KvCache, CacheRows, KvPrecision
 #include <tessera/nn/linear.hpp>       // Linear
 #include <tessera/nn/parameter.hpp>    // WeightSource
 #include <tessera/ops/attention.hpp>   // causal_attention
@@ -41,48 +42,68 @@ struct CausalSelfAttention {
 
     // out(T, C) for x(T, C), the rows of one or more sequences (`seqs`, in row order, covering
     // x): each sequence's q attends over its own cache, to which its k and v are appended. q and
-    // att are (T, C) scratch; with several sequences the k and v of all rows are projected into
-    // k and v (T, C) first (one product for all) and then copied into each cache. out may not
-    // be x.
+    // att are (T, C) scratch. One sequence with an f32 cache gets its k and v projected straight
+    // into the cache; otherwise the k and v of all rows go to k and v (T, C) first (one product
+    // for all) and then into each cache (KvCache::store: copied, or rounded to bf16). out may
+    // not be x.
     template <class Backend, class X, class Scratch, class Out>
     void operator()(Backend& backend, const X& x, std::span<const CacheRows<Cache>> seqs, Scratch q, Scratch att,
                     Scratch k, Scratch v, Out&& out) const {
         query(backend, x, q);
-        if (seqs.size() == 1) {  // one sequence: straight into its cache
+        if (seqs.size() == 1 && seqs[0].cache->precision == KvPrecision::f32) {
             const CacheRows<Cache>& s = seqs[0];
             key(backend, x, Cache::matrix_rows(s.cache->keys, s.first, s.count));
             value(backend, x, Cache::matrix_rows(s.cache->values, s.first, s.count));
-        } else if constexpr (HasCopy<Backend>) {
+        } else {
+            if (seqs.size() > 1 && !HasCopy<Backend>) {
+                throw ArgumentError(std::string("CausalSelfAttention: the ") + Backend::name +
+                                    " backend runs one sequence per step (it has no copy kernel)");
+            }
             key(backend, x, k);
             value(backend, x, v);
-            for (const CacheRows<Cache>& s : seqs) {
-                copy(backend, k.rows(s.row, s.count), Cache::matrix_rows(s.cache->keys, s.first, s.count));
-                copy(backend, v.rows(s.row, s.count), Cache::matrix_rows(s.cache->values, s.first, s.count));
-            }
-        } else {
-            throw ArgumentError(std::string("CausalSelfAttention: the ") + Backend::name +
-                                " backend runs one sequence per step (it has no copy kernel)");
+            for (const CacheRows<Cache>& s : seqs) s.cache->store(backend, k.rows(s.row, s.count), v.rows(s.row, s.count), s.first);
         }
+        attend<float>(backend, seqs, q, att);
+        if constexpr (HasBf16KvCache<Backend>) attend<bf16>(backend, seqs, q, att);
+        proj(backend, att, out);
+    }
+
+private:
+    // att = attention of q over each sequence's cache stored as KV (those of other precisions
+    // are left to the other call).
+    template <class KV, class Backend, class Scratch>
+    void attend(Backend& backend, std::span<const CacheRows<Cache>> seqs, Scratch q, Scratch att) const {
         const auto split_heads = [this](auto m) {  // (T, C) -> (T, H, D)
             using E = Extents<dyn, H, head_dim>;
             return TensorView<float, E, Backend>(m.data(), E(m.extent(0), heads, m.extent(1) / heads));
         };
+        constexpr KvPrecision precision = std::is_same_v<KV, float> ? KvPrecision::f32 : KvPrecision::bf16;
+        const auto keys = [](Cache& c) -> auto& {
+            if constexpr (std::is_same_v<KV, float>) return c.keys;
+            else return c.keys_bf16;
+        };
+        const auto values = [](Cache& c) -> auto& {
+            if constexpr (std::is_same_v<KV, float>) return c.values;
+            else return c.values_bf16;
+        };
         if (seqs.size() == 1) {
             const CacheRows<Cache>& s = seqs[0];
-            causal_attention(backend, split_heads(q), Cache::rows(s.cache->keys, 0, s.first + s.count),
-                             Cache::rows(s.cache->values, 0, s.first + s.count), split_heads(att));
-        } else {  // one call for all sequences (their operand list grows once per thread)
-            thread_local std::vector<AttentionOperands<Backend>> each;
-            each.clear();
-            for (const CacheRows<Cache>& s : seqs) {
-                each.push_back({input_operand<3, Backend>(split_heads(q.rows(s.row, s.count))),
-                                input_operand<3, Backend>(Cache::rows(s.cache->keys, 0, s.first + s.count)),
-                                input_operand<3, Backend>(Cache::rows(s.cache->values, 0, s.first + s.count)),
-                                output_operand<3, Backend>(split_heads(att.rows(s.row, s.count)))});
-            }
-            causal_attention(backend, std::span<const AttentionOperands<Backend>>(each));
+            if (s.cache->precision != precision) return;
+            causal_attention(backend, split_heads(q), Cache::rows(keys(*s.cache), 0, s.first + s.count),
+                             Cache::rows(values(*s.cache), 0, s.first + s.count), split_heads(att));
+            return;
         }
-        proj(backend, att, out);
+        // One call for all sequences (their operand list grows once per thread).
+        thread_local std::vector<AttentionOperands<Backend, KV>> each;
+        each.clear();
+        for (const CacheRows<Cache>& s : seqs) {
+            if (s.cache->precision != precision) continue;
+            each.push_back({input_operand<3, Backend>(split_heads(q.rows(s.row, s.count))),
+                            stored_operand<3, Backend>(Cache::rows(keys(*s.cache), 0, s.first + s.count)),
+                            stored_operand<3, Backend>(Cache::rows(values(*s.cache), 0, s.first + s.count)),
+                            output_operand<3, Backend>(split_heads(att.rows(s.row, s.count)))});
+        }
+        if (!each.empty()) causal_attention(backend, std::span<const AttentionOperands<Backend, KV>>(each));
     }
 };
 

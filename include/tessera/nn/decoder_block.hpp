@@ -7,7 +7,7 @@
 
 #include <tessera/core/tensor.hpp>         // Tensor
 #include <tessera/nn/attention.hpp>        // CausalSelfAttention
-#include <tessera/nn/kv_cache.hpp>       // CacheRows
+#include <tessera/nn/kv_cache.hpp>         // CacheRows, KvPrecision
 #include <tessera/nn/feed_forward.hpp>     // FeedForward
 #include <tessera/nn/layer_norm.hpp>       // LayerNorm
 #include <tessera/nn/parameter.hpp>        // WeightSource
@@ -16,8 +16,9 @@
 namespace tessera {
 
 // Activations of one block for up to `capacity` rows; grows (prefill only), never shrinks. The
-// keys and values of a step over several sequences (before they go to each one's cache) exist
-// only once such a step was reserved: a single sequence writes straight into its cache.
+// keys and values of a step over several sequences, or into a bf16 cache (before they go to
+// each one's cache), exist only once such a step was reserved: a single sequence with an f32
+// cache gets them written straight into its cache.
 template <std::size_t C, std::size_t Inner, class B>
 struct BlockScratch {
     Tensor<float, Extents<dyn, C>, B> normed, q, att, delta;  // (cap, C)
@@ -29,8 +30,9 @@ struct BlockScratch {
 
     std::size_t capacity() const noexcept { return normed.extent(0); }
 
-    // Room for t rows; `several_sequences`: also for a step over more than one sequence.
-    void reserve(std::size_t t, bool several_sequences = false) {
+    // Room for t rows; `staged_keys`: also for the keys and values of a step over more than
+    // one sequence, or into a bf16 cache.
+    void reserve(std::size_t t, bool staged_keys = false) {
         const std::size_t c = normed.extent(1), inner = hidden.extent(1);
         if (t > capacity()) {
             normed = decltype(normed)(t, c);
@@ -39,7 +41,7 @@ struct BlockScratch {
             delta = decltype(delta)(t, c);
             hidden = decltype(hidden)(t, inner);
         }
-        if (several_sequences && keys.extent(0) < capacity()) {
+        if (staged_keys && keys.extent(0) < capacity()) {
             keys = decltype(keys)(capacity(), c);
             values = decltype(values)(capacity(), c);
         }
@@ -80,7 +82,9 @@ struct DecoderBlock {
         const std::size_t t = x.extent(0);
         const auto normed = s.normed.view().rows(0, t);
         const auto delta = s.delta.view().rows(0, t);
-        const auto kv_rows = seqs.size() == 1 ? 0 : t;  // unused (and maybe unreserved) for one sequence
+        // Unused (and maybe unreserved) for one sequence with an f32 cache (CausalSelfAttention).
+        const bool staged = seqs.size() > 1 || seqs[0].cache->precision != KvPrecision::f32;
+        const auto kv_rows = staged ? t : 0;
         ln_1(backend, x, normed);
         attn(backend, normed, seqs, s.q.view().rows(0, t), s.att.view().rows(0, t), s.keys.view().rows(0, kv_rows),
              s.values.view().rows(0, kv_rows), delta);

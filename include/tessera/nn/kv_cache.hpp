@@ -2,29 +2,91 @@
 // KvCache: one layer's keys and values for every position so far, preallocated for the whole
 // context so that decoding never allocates. Laid out (position, head, head_dim), which is what
 // causal_attention reads, and what the k and v projections write, row by row.
+//
+// Stored as float (the default) or as bf16 (KvPrecision). The precision is chosen per sequence
+// at run time, not by a type parameter: a type would double the model's instantiations (and
+// compile time) for a choice that touches only attention.
 #include <cstddef>  // std::size_t
+#include <string>   // std::string
 
-#include <tessera/core/tensor.hpp>  // Tensor, TensorView
+#include <tessera/backend/backend.hpp>  // HasCopy, HasBf16Attention
+#include <tessera/core/dtype.hpp>       // bf16
+#include <tessera/core/error.hpp>       // ArgumentError
+#include <tessera/core/kv_precision.hpp>  // KvPrecision
+#include <tessera/core/tensor.hpp>      // Tensor, TensorView
+#include <tessera/ops/elementwise.hpp>  // copy
+#include <tessera/ops/transfer.hpp>     // convert
 
 namespace tessera {
 
+// Whether backend B can keep a bf16 cache: attention over bf16 keys and values, scratch for it
+// sized ahead (reserve_attention(queries, keys, head_dim)), and the rounding of new rows into
+// the cache (convert(), on host memory).
+template <class B>
+concept HasBf16KvCache = B::host_accessible && HasBf16Attention<B> &&
+                         requires(B& b, std::size_t n) { b.reserve_attention(n, n, n); };
+
+// Throws ArgumentError unless backend B can keep a cache of precision p.
+template <class B>
+void check_kv_precision(KvPrecision p) {
+    if (p == KvPrecision::bf16 && !HasBf16KvCache<B>) {
+        throw ArgumentError(std::string("KV cache: the ") + B::name + " backend keeps keys and values in f32 only (bf16 runs on the cpu backend)");
+    }
+}
+
 template <std::size_t Ctx, std::size_t H, std::size_t D, class B>
 struct KvCache {
-    using Storage = Tensor<float, Extents<Ctx, H, D>, B>;
-    Storage keys;    // (Ctx, H, D)
-    Storage values;  // (Ctx, H, D)
+    template <class T>
+    using Storage = Tensor<T, Extents<Ctx, H, D>, B>;
+    KvPrecision precision;
+    Storage<float> keys, values;        // (Ctx, H, D) for an f32 cache, else empty
+    Storage<bf16> keys_bf16, values_bf16;  // (Ctx, H, D) for a bf16 cache, else empty
 
-    KvCache(std::size_t ctx, std::size_t heads, std::size_t head_dim)
-        : keys(ctx, heads, head_dim), values(ctx, heads, head_dim) {}
+    KvCache(std::size_t ctx, std::size_t heads, std::size_t head_dim, KvPrecision p = KvPrecision::f32)
+        : precision(p),
+          keys(p == KvPrecision::f32 ? ctx : 0, heads, head_dim),
+          values(p == KvPrecision::f32 ? ctx : 0, heads, head_dim),
+          keys_bf16(p == KvPrecision::bf16 ? ctx : 0, heads, head_dim),
+          values_bf16(p == KvPrecision::bf16 ? ctx : 0, heads, head_dim) {
+        check_kv_precision<B>(p);
+    }
+
+    // H * D: the width of one position's keys.
+    std::size_t width() const noexcept { return keys.extent(1) * keys.extent(2); }
+    std::size_t bytes() const noexcept {
+        return (keys.size() + values.size()) * sizeof(float) + (keys_bf16.size() + values_bf16.size()) * sizeof(bf16);
+    }
 
     // Positions [first, first + count) as (count, H, D) views, or as (count, H*D) matrices.
-    static auto rows(Storage& t, std::size_t first, std::size_t count) {
+    template <class T>
+    static auto rows(Storage<T>& t, std::size_t first, std::size_t count) {
         return t.view().rows(first, count);
     }
-    static auto matrix_rows(Storage& t, std::size_t first, std::size_t count) {
+    template <class T>
+    static auto matrix_rows(Storage<T>& t, std::size_t first, std::size_t count) {
         const auto r = rows(t, first, count);  // bounds-checked
         constexpr std::size_t width = H == dyn || D == dyn ? dyn : H * D;
-        return TensorView<float, Extents<dyn, width>, B>(r.data(), Extents<dyn, width>(count, r.extent(1) * r.extent(2)));
+        return TensorView<T, Extents<dyn, width>, B>(r.data(), Extents<dyn, width>(count, r.extent(1) * r.extent(2)));
+    }
+
+    // Positions [first, first + k's rows) set to k and v ((count, H*D) each), rounded to bf16
+    // in a bf16 cache.
+    template <class Backend, class K>
+    void store(Backend& backend, const K& k, const K& v, std::size_t first) {
+        const std::size_t count = k.extent(0);
+        if (precision == KvPrecision::f32) {
+            if constexpr (HasCopy<Backend>) {
+                copy(backend, k, matrix_rows(keys, first, count));
+                copy(backend, v, matrix_rows(values, first, count));
+            } else {
+                throw ArgumentError(std::string("KV cache: the ") + Backend::name + " backend has no copy kernel");
+            }
+        } else if constexpr (HasBf16KvCache<Backend>) {
+            convert(k, matrix_rows(keys_bf16, first, count));
+            convert(v, matrix_rows(values_bf16, first, count));
+        } else {
+            check_kv_precision<Backend>(precision);
+        }
     }
 };
 

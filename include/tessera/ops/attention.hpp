@@ -1,6 +1,7 @@
 #pragma once
 // Causal multi-head attention over (positions, heads, head_dim) tensors.
-#include <span>  // std::span
+#include <span>         // std::span
+#include <type_traits>  // std::is_same_v
 
 #include <tessera/backend/backend.hpp>  // Backend, AttentionOperands, HasBatchedAttention
 #include <tessera/core/error.hpp>       // ShapeError
@@ -20,28 +21,34 @@ void check_attention_operands(const QV& qv, const KV& kv, const KV& vv, const OV
         throw ShapeError("causal_attention: " + std::to_string(qv.extent(0)) + " queries but only " +
                          std::to_string(kv.extent(0)) + " keys; the queries must be the last positions of the keys");
     }
-    check_no_overlap(ov.data(), ov.size() * sizeof(float), kv.data(), kv.size() * sizeof(float), "causal_attention",
-                     "out", "k");
-    check_no_overlap(ov.data(), ov.size() * sizeof(float), vv.data(), vv.size() * sizeof(float), "causal_attention",
-                     "out", "v");
+    constexpr std::size_t kv_bytes = sizeof(typename KV::value_type);
+    check_no_overlap(ov.data(), ov.size() * sizeof(float), kv.data(), kv.size() * kv_bytes, "causal_attention", "out",
+                     "k");
+    check_no_overlap(ov.data(), ov.size() * sizeof(float), vv.data(), vv.size() * kv_bytes, "causal_attention", "out",
+                     "v");
 }
 }  // namespace detail
 
 // out(Tq,H,D) = softmax(q·kᵀ/√D, causal) · v with k, v (Tk,H,D) and Tq <= Tk: the queries are
 // the last Tq positions (prefill: Tq = Tk; decoding with a KV cache: Tq = 1). out may be q.
+// k and v are float, or bf16 (a bf16 KV cache) on a backend with HasBf16Attention.
 template <Backend B, TensorLike Q, TensorLike K, TensorLike V, TensorLike Out>
 void causal_attention(B& backend, const Q& q, const K& k, const V& v, Out&& out) {
     using EQ = extents_of_t<Q>;
     using EK = extents_of_t<K>;
+    using KV = value_type_of_t<K>;
     static_assert(EQ::rank() == 3 && EK::rank() == 3 && extents_of_t<V>::rank() == 3,
                   "causal_attention: q, k, v and out must be (positions, heads, head_dim) tensors.");
     static_assert(dims_may_match<EQ, 1, EK, 1> && dims_may_match<EQ, 2, EK, 2>,
                   "causal_attention: q and k must have the same heads and head_dim.");
     static_assert(extents_may_match<EK, extents_of_t<V>>, "causal_attention: k and v must have the same shape.");
     static_assert(extents_may_match<EQ, extents_of_t<Out>>, "causal_attention: out must have q's shape.");
+    static_assert(std::is_same_v<KV, value_type_of_t<V>>, "causal_attention: k and v must have the same element type.");
+    static_assert(std::is_same_v<KV, float> || (std::is_same_v<KV, bf16> && HasBf16Attention<B>),
+                  "causal_attention: k and v must be float, or bf16 on a backend with HasBf16Attention.");
     const auto qv = input_operand<3, B>(q);
-    const auto kv = input_operand<3, B>(k);
-    const auto vv = input_operand<3, B>(v);
+    const auto kv = stored_operand<3, B>(k);
+    const auto vv = stored_operand<3, B>(v);
     const auto ov = output_operand<3, B>(out);
     detail::check_attention_operands(qv, kv, vv, ov);
     backend.causal_attention(qv, kv, vv, ov);
@@ -49,13 +56,13 @@ void causal_attention(B& backend, const Q& q, const K& k, const V& v, Out&& out)
 
 // causal_attention for each entry (several sequences of a batched step, each over its own
 // keys), as one backend call where the backend has one (HasBatchedAttention).
-template <Backend B>
-void causal_attention(B& backend, std::span<const AttentionOperands<B>> each) {
-    for (const AttentionOperands<B>& e : each) detail::check_attention_operands(e.q, e.k, e.v, e.out);
-    if constexpr (HasBatchedAttention<B>) {
+template <Backend B, class KV>
+void causal_attention(B& backend, std::span<const AttentionOperands<B, KV>> each) {
+    for (const AttentionOperands<B, KV>& e : each) detail::check_attention_operands(e.q, e.k, e.v, e.out);
+    if constexpr (HasBatchedAttention<B, KV>) {
         backend.causal_attention(each);
     } else {
-        for (const AttentionOperands<B>& e : each) backend.causal_attention(e.q, e.k, e.v, e.out);
+        for (const AttentionOperands<B, KV>& e : each) backend.causal_attention(e.q, e.k, e.v, e.out);
     }
 }
 

@@ -35,14 +35,23 @@ constexpr void check_operand_type() {
 template <TensorLike X>
 using value_type_of_t = typename view_of_t<const std::remove_cvref_t<X>>::value_type;
 
-// A weight matrix stored in a narrower format W than float (WeightFormat<W>): N rows of
-// K / block elements, as the dynamic view the backend's kernels take.
-template <class B, TensorLike X>
-TensorView<const value_type_of_t<X>, DynExtents<2>, B> stored_weight_operand(const X& x) {
+// A read-only operand of rank Rank kept in its stored element type (float, bf16, Q8_0, ...),
+// as the dynamic view the backend's kernels take.
+template <std::size_t Rank, class B, TensorLike X>
+TensorView<const value_type_of_t<X>, DynExtents<Rank>, B> stored_operand(const X& x) {
     static_assert(std::is_same_v<backend_of_t<X>, B>,
                   "tessera: an operand lives on another backend than the one running the operation.");
+    static_assert(extents_of_t<X>::rank() == Rank,
+                  "tessera: an operand has the wrong rank for this operation (see the shape comment of the operation).");
+    return TensorView<const value_type_of_t<X>, DynExtents<Rank>, B>(x.view());
+}
+
+// A weight matrix stored in a narrower format W than float (WeightFormat<W>): N rows of
+// K / block elements.
+template <class B, TensorLike X>
+TensorView<const value_type_of_t<X>, DynExtents<2>, B> stored_weight_operand(const X& x) {
     static_assert(extents_of_t<X>::rank() == 2, "tessera: stored weights are a matrix [out, in / block].");
-    return TensorView<const value_type_of_t<X>, DynExtents<2>, B>(x.view());
+    return stored_operand<2, B>(x);
 }
 
 // A read-only operand of rank Rank on backend B.

@@ -46,4 +46,11 @@ private:
     std::size_t size_ = 0;
 };
 
+// n floats rounded up to whole 64-byte lines: where a second array in one AlignedBuffer<float>
+// starts aligned like the first.
+inline constexpr std::size_t aligned_floats(std::size_t n) noexcept {
+    constexpr std::size_t line = AlignedBuffer<float>::alignment / sizeof(float);
+    return (n + line - 1) / line * line;
+}
+
 }  // namespace tessera::cpu

@@ -307,6 +307,23 @@ test('16 concurrent streams equal the same requests alone', async () => {
   });
 });
 
+// --kv-cache bf16: the model says so, and greedy requests decoded together equal each alone and
+// the command line generator with the same cache.
+test('a bf16 KV cache: shown by /v1/models, batched requests equal each alone', async () => {
+  await withServer(['--parallel', '4', '--kv-cache', 'bf16'], async (s) => {
+    const models = await s.client().models.list();
+    assert.equal(models.data[0].meta.kv_cache, 'bf16');
+    const requests = ['A fool', 'Love is', 'Never', 'Why'].map((p) => ({ prompt: p, max_tokens: 24, temperature: 0 }));
+    const alone = [];
+    for (const r of requests) alone.push((await s.client().completions.create(r)).choices[0].text);
+    const together = await Promise.all(requests.map((r) => s.client().completions.create(r)));
+    assert.deepEqual(together.map((c) => c.choices[0].text), alone);
+    const cli = JSON.parse(execFileSync(GENERATE, ['--model', MODEL, '-p', 'A fool', '-n', '24', '--temperature', '0', '--json',
+                                                   '--kv-cache', 'bf16'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }));
+    assert.equal(alone[0], cli.text);
+  });
+});
+
 test('200 requests, 16 at a time: no failures, flat memory', async () => {
   await withServer(['--parallel', '16', '--queue', '16'], async (s) => {
     const client = s.client();

@@ -206,6 +206,16 @@ TEST_CASE("A bf16 KV cache: half the memory, logits close to the f32 cache's", "
         CHECK(worst > 0);  // the cache is rounded
         CHECK(double(same) >= 0.95 * double(tokens));
         WARN("bf16 KV cache against f32: " << worst << ", greedy tokens equal " << same << " of " << tokens);
+        // A sequence made before the switch keeps its f32 cache; one step may mix the two.
+        model.use_kv_cache(KvPrecision::f32);
+        auto f32_seq = model.new_sequence();
+        model.use_kv_cache(KvPrecision::bf16);
+        auto bf16_seq = model.new_sequence();
+        const std::vector<SequenceTokens> mixed{{f32_seq.get(), ps[3]}, {bf16_seq.get(), ps[4]}};
+        const auto got = model.step(mixed);
+        const std::size_t v = model.vocabulary_size();
+        CHECK(relative_difference(got.subspan(0, v), f32[3].logits[0]) <= 1e-4);    // as in the batch test above
+        CHECK(relative_difference(got.subspan(v, v), alone[4].logits[0]) <= 1e-4);
         model.use_kv_cache(KvPrecision::f32);
         CHECK(model.kv_bytes() == f32_bytes);
         const auto again = continue_greedily(model, ps, 2, false);

@@ -78,19 +78,11 @@ private:
             return TensorView<float, E, Backend>(m.data(), E(m.extent(0), heads, m.extent(1) / heads));
         };
         constexpr KvPrecision precision = std::is_same_v<KV, float> ? KvPrecision::f32 : KvPrecision::bf16;
-        const auto keys = [](Cache& c) -> auto& {
-            if constexpr (std::is_same_v<KV, float>) return c.keys;
-            else return c.keys_bf16;
-        };
-        const auto values = [](Cache& c) -> auto& {
-            if constexpr (std::is_same_v<KV, float>) return c.values;
-            else return c.values_bf16;
-        };
         if (seqs.size() == 1) {
             const CacheRows<Cache>& s = seqs[0];
             if (s.cache->precision != precision) return;
-            causal_attention(backend, split_heads(q), Cache::rows(keys(*s.cache), 0, s.first + s.count),
-                             Cache::rows(values(*s.cache), 0, s.first + s.count), split_heads(att));
+            causal_attention(backend, split_heads(q), Cache::rows(s.cache->template stored_keys<KV>(), 0, s.first + s.count),
+                             Cache::rows(s.cache->template stored_values<KV>(), 0, s.first + s.count), split_heads(att));
             return;
         }
         // One call for all sequences (their operand list grows once per thread).
@@ -99,8 +91,8 @@ private:
         for (const CacheRows<Cache>& s : seqs) {
             if (s.cache->precision != precision) continue;
             each.push_back({input_operand<3, Backend>(split_heads(q.rows(s.row, s.count))),
-                            stored_operand<3, Backend>(Cache::rows(keys(*s.cache), 0, s.first + s.count)),
-                            stored_operand<3, Backend>(Cache::rows(values(*s.cache), 0, s.first + s.count)),
+                            stored_operand<3, Backend>(Cache::rows(s.cache->template stored_keys<KV>(), 0, s.first + s.count)),
+                            stored_operand<3, Backend>(Cache::rows(s.cache->template stored_values<KV>(), 0, s.first + s.count)),
                             output_operand<3, Backend>(split_heads(att.rows(s.row, s.count)))});
         }
         if (!each.empty()) causal_attention(backend, std::span<const AttentionOperands<Backend, KV>>(each));

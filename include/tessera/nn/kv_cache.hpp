@@ -8,6 +8,7 @@
 // compile time) for a choice that touches only attention.
 #include <cstddef>  // std::size_t
 #include <string>   // std::string
+#include <type_traits>  // std::is_same_v
 
 #include <tessera/backend/backend.hpp>  // HasCopy, HasBf16Attention
 #include <tessera/core/dtype.hpp>       // bf16
@@ -49,6 +50,19 @@ struct KvCache {
           keys_bf16(p == KvPrecision::bf16 ? ctx : 0, heads, head_dim),
           values_bf16(p == KvPrecision::bf16 ? ctx : 0, heads, head_dim) {
         check_kv_precision<B>(p);
+    }
+
+    // The keys and the values as stored for element type KV (float: keys, values; bf16:
+    // keys_bf16, values_bf16).
+    template <class KV>
+    Storage<KV>& stored_keys() noexcept {
+        if constexpr (std::is_same_v<KV, float>) return keys;
+        else return keys_bf16;
+    }
+    template <class KV>
+    Storage<KV>& stored_values() noexcept {
+        if constexpr (std::is_same_v<KV, float>) return values;
+        else return values_bf16;
     }
 
     // H * D: the width of one position's keys.

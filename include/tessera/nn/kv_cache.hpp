@@ -27,12 +27,14 @@ template <class B>
 concept HasBf16KvCache = B::host_accessible && HasBf16Attention<B> &&
                          requires(B& b, std::size_t n) { b.reserve_attention(n, n, n); };
 
-// Throws ArgumentError unless backend B can keep a cache of precision p.
+// p, or ArgumentError when backend B cannot keep a cache of precision p.
 template <class B>
-void check_kv_precision(KvPrecision p) {
+KvPrecision check_kv_precision(KvPrecision p) {
     if (p == KvPrecision::bf16 && !HasBf16KvCache<B>) {
-        throw ArgumentError(std::string("KV cache: the ") + B::name + " backend keeps keys and values in f32 only (bf16 runs on the cpu backend)");
+        throw ArgumentError(std::string("KV cache: the ") + B::name +
+                            " backend keeps keys and values in f32 only (bf16 runs on the cpu backend)");
     }
+    return p;
 }
 
 template <std::size_t Ctx, std::size_t H, std::size_t D, class B>
@@ -44,13 +46,11 @@ struct KvCache {
     Storage<bf16> keys_bf16, values_bf16;  // (Ctx, H, D) for a bf16 cache, else empty
 
     KvCache(std::size_t ctx, std::size_t heads, std::size_t head_dim, KvPrecision p = KvPrecision::f32)
-        : precision(p),
+        : precision(check_kv_precision<B>(p)),  // before anything is allocated
           keys(p == KvPrecision::f32 ? ctx : 0, heads, head_dim),
           values(p == KvPrecision::f32 ? ctx : 0, heads, head_dim),
           keys_bf16(p == KvPrecision::bf16 ? ctx : 0, heads, head_dim),
-          values_bf16(p == KvPrecision::bf16 ? ctx : 0, heads, head_dim) {
-        check_kv_precision<B>(p);
-    }
+          values_bf16(p == KvPrecision::bf16 ? ctx : 0, heads, head_dim) {}
 
     // The keys and the values as stored for element type KV (float: keys, values; bf16:
     // keys_bf16, values_bf16).

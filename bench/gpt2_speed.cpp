@@ -26,6 +26,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <tessera/models/load_gpt2.hpp>
@@ -46,19 +47,27 @@ double peak_rss_bytes() {
     return 0;
 }
 
-// "16,64,512" -> {16, 64, 512}; an empty list or a part that is not a whole number is refused.
-std::vector<std::size_t> whole_numbers(const std::string& flag, const std::string& list) {
-    std::vector<std::size_t> out;
+// Each comma-separated part of `list` read by `parse` (nothing: refused, naming the flag and
+// what it takes, `expected`).
+template <class Parse>
+auto comma_separated(const std::string& flag, const std::string& list, const char* expected, Parse parse) {
+    std::vector<typename std::invoke_result_t<Parse, std::string>::value_type> out;
     for (std::size_t at = 0; at <= list.size();) {
         const std::size_t comma = std::min(list.find(',', at), list.size());
-        const std::string part = list.substr(at, comma - at);
-        if (part.empty() || part.find_first_not_of("0123456789") != std::string::npos || part.size() > 9) {
-            throw std::invalid_argument(flag + ": whole numbers, comma-separated, got '" + list + "'");
-        }
-        out.push_back(std::stoul(part));
+        const auto value = parse(list.substr(at, comma - at));
+        if (!value) throw std::invalid_argument(flag + ": " + expected + ", comma-separated, got '" + list + "'");
+        out.push_back(*value);
         at = comma + 1;
     }
     return out;
+}
+
+// "16,64,512" -> {16, 64, 512}; an empty list or a part that is not a whole number is refused.
+std::vector<std::size_t> whole_numbers(const std::string& flag, const std::string& list) {
+    return comma_separated(flag, list, "whole numbers", [](const std::string& part) -> std::optional<std::size_t> {
+        if (part.empty() || part.find_first_not_of("0123456789") != std::string::npos || part.size() > 9) return std::nullopt;
+        return std::stoul(part);
+    });
 }
 
 // "q8_0", or "q8_0 + bf16 KV" for a model with a bf16 KV cache.
@@ -133,22 +142,9 @@ int run(int argc, char** argv) {
         else if (flag == "--warm-up" && (value == "yes" || value == "no")) warm_up = value == "yes";
         else if (flag == "--tg-prompt") tg_prompt = std::max<std::size_t>(1, whole_numbers(flag, value).at(0));
         else if (flag == "--kv-cache") {
-            for (std::size_t at = 0; at <= value.size();) {
-                const std::size_t comma = std::min(value.find(',', at), value.size());
-                const auto kv = tessera::kv_precision_named(value.substr(at, comma - at));
-                if (!kv) throw std::invalid_argument("--kv-cache: f32 or bf16, comma-separated");
-                kv_caches.push_back(*kv);
-                at = comma + 1;
-            }
-        }
-        else if (flag == "--weights") {
-            for (std::size_t at = 0; at <= value.size();) {
-                const std::size_t comma = std::min(value.find(',', at), value.size());
-                const auto id = tessera::weight_format_named(value.substr(at, comma - at));
-                if (!id) throw std::invalid_argument("--weights: f32, bf16, q8_0 or q4_0, comma-separated");
-                formats.push_back(*id);
-                at = comma + 1;
-            }
+            for (const auto kv : comma_separated(flag, value, "f32 or bf16", tessera::kv_precision_named)) kv_caches.push_back(kv);
+        } else if (flag == "--weights") {
+            for (const auto id : comma_separated(flag, value, "f32, bf16, q8_0 or q4_0", tessera::weight_format_named)) formats.push_back(id);
         } else {
             throw std::invalid_argument("unknown flag " + flag);
         }

@@ -150,25 +150,38 @@ TEST_CASE("f32 decode steps in a batch give the bits of decoding alone", "[batch
     });
 }
 
-TEST_CASE("Batched decode steps allocate nothing once the capacity is reserved", "[batching]") {
-    with_model<float>([](auto& model) {
-        const auto ps = prompts();
-        model.reserve_steps(8, 64);
-        std::vector<std::unique_ptr<SequenceState>> seqs;
-        std::vector<SequenceTokens> batch;
-        const TokenId token = 42;
-        for (std::size_t i = 0; i < 8; ++i) {
-            seqs.push_back(model.new_sequence(128));
-            batch.push_back({seqs.back().get(), std::span<const TokenId>(ps[i]).first(std::min<std::size_t>(ps[i].size(), 8))});
-        }
+namespace {
+
+// The allocations of batched decode steps of n sequences (each after up to 8 prompt tokens, in
+// 128 positions) up to position 120, once reserve_steps(n, 64) and the prompts ran; `each_step`
+// runs after every step, counted too.
+template <class Model, class EachStep>
+long batched_decode_allocations(Model& model, std::size_t n, EachStep&& each_step) {
+    const auto ps = prompts();
+    model.reserve_steps(n, 64);
+    std::vector<std::unique_ptr<SequenceState>> seqs;
+    std::vector<SequenceTokens> batch;
+    const TokenId token = 42;
+    for (std::size_t i = 0; i < n; ++i) {
+        seqs.push_back(model.new_sequence(128));
+        batch.push_back({seqs.back().get(), std::span<const TokenId>(ps[i]).first(std::min<std::size_t>(ps[i].size(), 8))});
+    }
+    model.step(batch);
+    for (auto& b : batch) b.tokens = std::span<const TokenId>(&token, 1);
+    test::allocations = 0;
+    test::counting_allocations = true;
+    while (seqs[0]->position() < 120) {
         model.step(batch);
-        for (auto& b : batch) b.tokens = std::span<const TokenId>(&token, 1);
-        test::allocations = 0;
-        test::counting_allocations = true;
-        while (seqs[0]->position() < 120) model.step(batch);
-        test::counting_allocations = false;
-        CHECK(test::allocations == 0);
-    });
+        each_step();
+    }
+    test::counting_allocations = false;
+    return test::allocations.load();
+}
+
+}  // namespace
+
+TEST_CASE("Batched decode steps allocate nothing once the capacity is reserved", "[batching]") {
+    with_model<float>([](auto& model) { CHECK(batched_decode_allocations(model, 8, [] {}) == 0); });
 }
 
 // A bf16 KV cache rounds each key and value to 8 significant bits (relative error up to 2⁻⁹);
@@ -226,26 +239,8 @@ TEST_CASE("A bf16 KV cache: half the memory, logits close to the f32 cache's", "
 TEST_CASE("Decode steps into a bf16 KV cache allocate nothing once the capacity is reserved", "[batching][kv]") {
     with_model<float>([](auto& model) {
         model.use_kv_cache(KvPrecision::bf16);
-        const auto ps = prompts();
-        model.reserve_steps(4, 64);
-        std::vector<std::unique_ptr<SequenceState>> seqs;
-        std::vector<SequenceTokens> batch;
-        const TokenId token = 42;
-        for (std::size_t i = 0; i < 4; ++i) {
-            seqs.push_back(model.new_sequence(128));
-            batch.push_back({seqs.back().get(), std::span<const TokenId>(ps[i]).first(std::min<std::size_t>(ps[i].size(), 8))});
-        }
-        model.step(batch);
-        model.prefill(ps[5]);
-        for (auto& b : batch) b.tokens = std::span<const TokenId>(&token, 1);
-        test::allocations = 0;
-        test::counting_allocations = true;
-        while (seqs[0]->position() < 120) {
-            model.step(batch);
-            model.decode(token);
-        }
-        test::counting_allocations = false;
-        CHECK(test::allocations == 0);
+        model.prefill(prompts()[5]);  // the model's own sequence decodes alongside
+        CHECK(batched_decode_allocations(model, 4, [&] { model.decode(42); }) == 0);
     });
 }
 

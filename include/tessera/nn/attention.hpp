@@ -10,7 +10,7 @@
 #include <tessera/backend/backend.hpp> // HasCopy
 #include <tessera/core/error.hpp>      // ArgumentError
 #include <tessera/core/tensor.hpp>     // TensorView
-#include <tessera/nn/kv_cache.hpp>     // KvCache, CacheRows, KvPrecision
+#include <tessera/nn/kv_cache.hpp>     // KvCache, CacheRows, KvPrecision, stages_keys
 #include <tessera/nn/linear.hpp>       // Linear
 #include <tessera/nn/parameter.hpp>    // WeightSource
 #include <tessera/ops/attention.hpp>   // causal_attention
@@ -50,7 +50,7 @@ struct CausalSelfAttention {
     void operator()(Backend& backend, const X& x, std::span<const CacheRows<Cache>> seqs, Scratch q, Scratch att,
                     Scratch k, Scratch v, Out&& out) const {
         query(backend, x, q);
-        if (seqs.size() == 1 && seqs[0].cache->precision == KvPrecision::f32) {
+        if (!stages_keys(seqs)) {
             const CacheRows<Cache>& s = seqs[0];
             key(backend, x, Cache::matrix_rows(s.cache->keys, s.first, s.count));
             value(backend, x, Cache::matrix_rows(s.cache->values, s.first, s.count));

@@ -7,7 +7,7 @@
 
 #include <tessera/core/tensor.hpp>         // Tensor
 #include <tessera/nn/attention.hpp>        // CausalSelfAttention
-#include <tessera/nn/kv_cache.hpp>         // CacheRows, KvPrecision
+#include <tessera/nn/kv_cache.hpp>         // CacheRows, stages_keys
 #include <tessera/nn/feed_forward.hpp>     // FeedForward
 #include <tessera/nn/layer_norm.hpp>       // LayerNorm
 #include <tessera/nn/parameter.hpp>        // WeightSource
@@ -82,9 +82,7 @@ struct DecoderBlock {
         const std::size_t t = x.extent(0);
         const auto normed = s.normed.view().rows(0, t);
         const auto delta = s.delta.view().rows(0, t);
-        // Unused (and maybe unreserved) for one sequence with an f32 cache (CausalSelfAttention).
-        const bool staged = seqs.size() > 1 || seqs[0].cache->precision != KvPrecision::f32;
-        const auto kv_rows = staged ? t : 0;
+        const auto kv_rows = stages_keys(seqs) ? t : 0;  // else unused, and maybe unreserved
         ln_1(backend, x, normed);
         attn(backend, normed, seqs, s.q.view().rows(0, t), s.att.view().rows(0, t), s.keys.view().rows(0, kv_rows),
              s.values.view().rows(0, kv_rows), delta);

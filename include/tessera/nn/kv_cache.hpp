@@ -7,6 +7,7 @@
 // at run time, not by a type parameter: a type would double the model's instantiations (and
 // compile time) for a choice that touches only attention.
 #include <cstddef>  // std::size_t
+#include <span>     // std::span
 #include <string>   // std::string
 #include <type_traits>  // std::is_same_v
 
@@ -113,5 +114,13 @@ struct CacheRows {
     std::size_t row;    // its first row in the step
     std::size_t count;  // its rows (tokens) in the step
 };
+
+// Whether a step's new keys and values go through staging scratch before each cache (several
+// sequences, or a bf16 cache to round into); else they are projected straight into the one
+// f32 cache.
+template <class Cache>
+bool stages_keys(std::span<const CacheRows<Cache>> seqs) noexcept {
+    return seqs.size() > 1 || seqs[0].cache->precision != KvPrecision::f32;
+}
 
 }  // namespace tessera

@@ -6,6 +6,7 @@
 
 #include <stdlib.h>  // ::setenv, ::unsetenv (POSIX)
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -284,12 +285,87 @@ TEST_CASE("Q8_0 products over weights packed in advance have the packed GEMM's b
             if (m > 2) CHECK(last == last_alone);
         }
     }
-    // Q4_0 has no packed layout (its packed bytes would be twice its stored ones).
+    // Q4_0 has no second copy (its packed bytes would be twice its stored ones): it is arranged
+    // in place instead (the next test).
     STATIC_REQUIRE(!HasPackedWeights<Cpu, Q4_0>);
     STATIC_REQUIRE(HasPackedWeights<Cpu, Q8_0>);
 #else
     WARN("no AVX-512 kernels in this build: not checked");
 #endif
+}
+
+// Q4_0 arranged in place once loaded (Cpu::arrange_weights, cpu/q4_0_panels.hpp): products of
+// any number of rows, one included, must have the bits of the packed GEMM over W as stored
+// (which packs W per call into the same tiles), match the double-precision reference, and give
+// a row the same bits whatever shares the product. A row count that is not a multiple of 32 is
+// left as stored.
+TEST_CASE("Q4_0 products over weights arranged in place have the packed GEMM's bits", "[formats][gemm]") {
+    STATIC_REQUIRE(ArrangesWeights<Cpu, Q4_0>);
+    STATIC_REQUIRE(!ArrangesWeights<Cpu, Q8_0>);
+    STATIC_REQUIRE(!ArrangesWeights<Cpu, bf16>);
+    Cpu cpu(2);
+    std::mt19937 rng(7);
+    std::normal_distribution<float> normal;
+    for (const std::size_t n : {32, 96, 45}) {
+        for (const std::size_t k : {800, 3072}) {
+            std::vector<float> w(n * k);
+            for (float& v : w) v = 0.02f * normal(rng);
+            Tensor<Q4_0, Extents<dyn, dyn>, Cpu> stored(n, k / 32), arranged_w(n, k / 32);
+            WeightFormat<Q4_0>::quantize(w.data(), stored.data(), n * k);
+            std::vector<float> dequantized(n * k);
+            WeightFormat<Q4_0>::dequantize(stored.data(), dequantized.data(), n * k);
+            std::copy(stored.data(), stored.data() + stored.size(), arranged_w.data());
+            const auto arranged = cpu.arrange_weights(arranged_w.view());
+#if TESSERA_HAS_AVX512_KERNELS
+            const bool arranges = cpu::has_avx512_vnni() && n % 32 == 0;
+#else
+            const bool arranges = false;
+#endif
+            INFO("n " << n << ", k " << k);
+            REQUIRE(arranged.empty() == !arranges);
+            // Arranging moves bytes: some must have moved, none may be lost (a multiset check).
+            const auto* before = reinterpret_cast<const unsigned char*>(stored.data());
+            const auto* after = reinterpret_cast<const unsigned char*>(arranged_w.data());
+            const std::size_t bytes = stored.size() * sizeof(Q4_0);
+            CHECK((std::memcmp(before, after, bytes) != 0) == arranges);
+            std::vector<unsigned char> sorted_before(before, before + bytes), sorted_after(after, after + bytes);
+            std::sort(sorted_before.begin(), sorted_before.end());
+            std::sort(sorted_after.begin(), sorted_after.end());
+            CHECK(sorted_before == sorted_after);
+
+            Tensor<float, Extents<dyn>, Cpu> bias(n);
+            for (std::size_t i = 0; i < n; ++i) bias.data()[i] = normal(rng);
+            const std::size_t most = 20;
+            Tensor<float, Extents<dyn, dyn>, Cpu> a(most, k);
+            for (std::size_t i = 0; i < most * k; ++i) a.data()[i] = normal(rng);
+            std::vector<float> last_alone;
+            for (std::size_t m = 1; m <= most; ++m) {
+                Tensor<float, Extents<dyn, dyn>, Cpu> rows(m, k), c(m, n), expected(m, n);
+                std::copy(a.data() + (most - m) * k, a.data() + most * k, rows.data());
+                gemm(cpu, rows, arranged_w, arranged, bias, c);
+                INFO(m << " rows");
+                const std::vector<float> last(c.data() + (m - 1) * n, c.data() + m * n);
+                if (m == 1) last_alone = last;
+                // As check_products: the reference over the activations quantized as the kernel does.
+                const std::vector<double> ref =
+                    reference(std::vector<float>(rows.data(), rows.data() + m * k), dequantized, m, n, k,
+                              arranges ? cpu::ActivationPrecision::int8 : cpu::activation_precision<Q4_0>(m));
+                double worst = 0.0;
+                for (std::size_t i = 0; i < m * n; ++i) worst = std::max(worst, std::abs(c.data()[i] - (ref[i] + bias.data()[i % n])));
+                CHECK(worst < 2e-5);
+#if TESSERA_HAS_AVX512_KERNELS
+                if (arranges) {
+                    cpu::packed_integer_gemm(cpu.pool(), rows.data(), stored.data(), bias.data(), expected.data(), m, n, k);
+                    REQUIRE(std::memcmp(c.data(), expected.data(), m * n * sizeof(float)) == 0);
+                    CHECK(last == last_alone);
+                    continue;
+                }
+#endif
+                gemm(cpu, rows, stored, bias, expected);  // not arranged: the products over W as stored
+                REQUIRE(std::memcmp(c.data(), expected.data(), m * n * sizeof(float)) == 0);
+            }
+        }
+    }
 }
 
 TEST_CASE("Stored-weight products check their shapes", "[formats][gemm]") {

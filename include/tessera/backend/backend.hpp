@@ -76,6 +76,19 @@ concept HasPackedWeights = requires(B& b, MatrixView<const float, B> a, MatrixVi
     b.gemm(a, w, packed, bias, c);
 };
 
+// Optional: weights stored as W rearranged in place, once, right after loading, into an order
+// of the backend's own that products of any number of rows read as it lies (no second copy;
+// B::ArrangedWeights<W> says whether it was, an empty one meaning the order as stored). The
+// tensor then holds that order: only gemm with the ArrangedWeights may read it.
+template <class B, class W>
+concept ArrangesWeights = requires(B& b, MatrixView<const float, B> a, MatrixView<W, B> stored, MatrixView<const W, B> w,
+                                   const typename B::template ArrangedWeights<W>& arranged, VectorView<const float, B> bias,
+                                   MatrixView<float, B> c) {
+    { b.arrange_weights(stored) } -> std::same_as<typename B::template ArrangedWeights<W>>;
+    { arranged.empty() } -> std::convertible_to<bool>;
+    b.gemm(a, w, arranged, bias, c);
+};
+
 // Whether backend B runs models whose weights are stored as W (every backend runs float).
 template <class B, class W>
 concept RunsWeightsAs = std::is_same_v<W, float> || (HasGemmWith<B, W> && HasGatherRowsWith<B, W>);

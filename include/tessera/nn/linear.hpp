@@ -3,7 +3,8 @@
 // contiguous) as float, or as bf16 / Q8_0 / Q4_0 (W; core/weight_formats.hpp), then [out, in /
 // block] of those, quantized when loaded. In and Out are compile-time sizes or `dyn`; the
 // constructor takes the run-time sizes. prepare_batches() lets a backend keep a second layout
-// of the weights for products of several rows (HasPackedWeights: the CPU's Q8_0).
+// of the weights for products of several rows (HasPackedWeights: the CPU's Q8_0); a backend
+// may also arrange them in place once loaded (ArrangesWeights: the CPU's Q4_0).
 #include <cstddef>    // std::size_t
 #include <span>       // std::span
 #include <string>     // std::string
@@ -29,6 +30,11 @@ template <class B, class W>
 struct PackedWeightsOf<B, W> {
     using type = typename B::template PackedWeights<W>;
 };
+template <class B, class W>
+    requires ArrangesWeights<B, W>
+struct PackedWeightsOf<B, W> {
+    using type = typename B::template ArrangedWeights<W>;
+};
 }  // namespace detail
 
 template <std::size_t In, std::size_t Out, class B, WeightType W = float>
@@ -37,9 +43,12 @@ struct Linear {
     static_assert(In == dyn || In % block == 0, "Linear: the input width must be a whole number of the format's blocks.");
     static constexpr std::size_t stored_in = In == dyn ? dyn : In / block;
 
-    Tensor<W, Extents<Out, stored_in>, B> weight;  // (Out, In / block)
-    Tensor<float, Extents<Out>, B> bias;           // (Out)
-    [[no_unique_address]] typename detail::PackedWeightsOf<B, W>::type packed{};  // empty until prepare_batches
+    // (Out, In / block); on a backend that ArrangesWeights in its own order once loaded, so
+    // read it only through operator().
+    Tensor<W, Extents<Out, stored_in>, B> weight;
+    Tensor<float, Extents<Out>, B> bias;  // (Out)
+    // The backend's packed copy (empty until prepare_batches) or what arranging did (load).
+    [[no_unique_address]] typename detail::PackedWeightsOf<B, W>::type packed{};
 
     Linear(std::size_t in, std::size_t out) : weight(out, whole_blocks<W>(in, "Linear")), bias(out) {}
     Linear()
@@ -56,6 +65,9 @@ struct Linear {
         src.linear_into(name + ".weight", total, first, weight);
         const std::vector<float> b = src.vector(name + ".bias", total);
         copy_from_host(src.backend, std::span<const float>(b.data() + first, out_features()), bias);
+        if constexpr (ArrangesWeights<B, W>) {
+            packed = src.backend.arrange_weights(MatrixView<W, B>(weight.data(), DynExtents<2>(weight.extent(0), weight.extent(1))));
+        }
     }
 
     // Lets the backend pack the weights for products of several rows, where it can (a model
@@ -69,7 +81,9 @@ struct Linear {
     // y(T, Out) = x(T, In) · Wᵀ + b.
     template <class Backend, TensorLike X, TensorLike Y>
     void operator()(Backend& backend, const X& x, Y&& y) const {
-        if constexpr (HasPackedWeights<Backend, W>) {
+        if constexpr (ArrangesWeights<Backend, W>) {
+            return gemm(backend, x, weight, packed, bias, y);  // (the arranged order, or as stored)
+        } else if constexpr (HasPackedWeights<Backend, W>) {
             if (!packed.empty()) return gemm(backend, x, weight, packed, bias, y);
         }
         gemm(backend, x, weight, bias, y);

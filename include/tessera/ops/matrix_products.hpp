@@ -42,7 +42,8 @@ concept StoredWeights = TensorLike<W> && !std::is_same_v<value_type_of_t<W>, flo
 
 // c(M,N) = a(M,K) · w(N,K)ᵀ + bias(N) with w stored as N rows of K / block elements. K must be
 // a whole number of blocks (the layer that quantized w made sure of it).
-// `packed`: the backend's second layout of w for several rows (HasPackedWeights), or nullptr.
+// `packed`: the backend's second layout of w for several rows (HasPackedWeights), w's arranged
+// order (ArrangesWeights), or nullptr.
 namespace detail {
 template <Backend B, TensorLike A, TensorLike W, TensorLike Bias, TensorLike C, class Packed>
 void gemm_stored(B& backend, const A& a, const W& w, const Bias& bias, C&& c, const Packed* packed) {
@@ -85,6 +86,15 @@ template <Backend B, TensorLike A, TensorLike W, TensorLike Bias, TensorLike C>
 void gemm(B& backend, const A& a, const W& w, const typename B::template PackedWeights<value_type_of_t<W>>& packed,
           const Bias& bias, C&& c) {
     detail::gemm_stored(backend, a, w, bias, c, &packed);
+}
+
+// The same with w arranged in the backend's own order (ArrangesWeights; `arranged` says
+// whether it was).
+template <Backend B, TensorLike A, TensorLike W, TensorLike Bias, TensorLike C>
+    requires StoredWeights<W> && ArrangesWeights<B, value_type_of_t<W>>
+void gemm(B& backend, const A& a, const W& w, const typename B::template ArrangedWeights<value_type_of_t<W>>& arranged,
+          const Bias& bias, C&& c) {
+    detail::gemm_stored(backend, a, w, bias, c, &arranged);
 }
 
 // c(M,N) = a(M,K) · w(N,K)ᵀ.

@@ -329,30 +329,49 @@ inline void pack_weight_panels(const W* w, std::size_t stored, std::size_t rows,
     }
 }
 
+// Two panels of 16 weight rows as pack_weight_panels packs them (per call, or once in advance):
+// what packed_tile reads through groups(b, panel, j), the vpdpbusd operands of groups j and
+// j + 4 of block b, and scales(b, panel), the panel's 16 scales of block b.
+struct GroupPair {
+    __m512i low, high;  // groups j and j + 4
+};
+struct BytePanels {
+    const std::uint8_t* wq;
+    const float* ws;
+    GroupPair groups(std::size_t b, std::size_t panel, std::size_t j) const noexcept {
+        const std::uint8_t* v = wq + (b * 2 + panel) * 512 + j * 64;
+        return {_mm512_load_si512(v), _mm512_load_si512(v + 256)};
+    }
+    __m512 scales(std::size_t b, std::size_t panel) const noexcept { return _mm512_load_ps(ws + (b * 2 + panel) * 16); }
+};
+
 // C rows [0, T) x columns [0, cols) (cols <= 32; row stride ldc) = a tile of activations times
-// two packed weight panels. Per block: int32 sums started at the rows' offsets, 8 vpdpbusd
-// per row and panel, then scaled (w's 16 scales times the row's) into float accumulators.
-template <std::size_t T>
-inline void packed_tile(const std::int8_t* aq, const float* ad, const std::int32_t* aoff, const std::uint8_t* wq,
-                        const float* ws, std::size_t blocks, float* c, std::size_t ldc, std::size_t cols) noexcept {
+// two weight panels (BytePanels, or Q4_0 arranged as q4_0_panels.hpp lays it out). Per block:
+// int32 sums started at the rows' offsets, 8 vpdpbusd per row and panel, then scaled (w's 16
+// scales times the row's) into float accumulators. Integer sums are exact, so a row's result
+// is the same bits whatever the panels' source and whatever else is in the tile.
+template <std::size_t T, class Panels>
+inline void packed_tile(const std::int8_t* aq, const float* ad, const std::int32_t* aoff, const Panels& w, std::size_t blocks,
+                        float* c, std::size_t ldc, std::size_t cols) noexcept {
     __m512 acc[T][2];
     unrolled<T>([&](auto t) { acc[t][0] = acc[t][1] = _mm512_setzero_ps(); });
     for (std::size_t b = 0; b < blocks; ++b) {
         __m512i sums[T][2];
         unrolled<T>([&](auto t) { sums[t][0] = sums[t][1] = _mm512_set1_epi32(aoff[b * packed_rows + t]); });
-        for (std::size_t g = 0; g < 8; ++g) {
-            const __m512i w0 = _mm512_load_si512(wq + (b * 2) * 512 + g * 64);
-            const __m512i w1 = _mm512_load_si512(wq + (b * 2 + 1) * 512 + g * 64);
-            const std::int8_t* group = aq + (b * 8 + g) * 16;
+        for (std::size_t j = 0; j < 4; ++j) {
+            const GroupPair w0 = w.groups(b, 0, j), w1 = w.groups(b, 1, j);
+            const std::int8_t* low = aq + (b * 8 + j) * 16;  // activation groups j and j + 4
+            const std::int8_t* high = low + 4 * 16;
             unrolled<T>([&](auto t) {
-                std::int32_t four;
-                std::memcpy(&four, group + t * 4, 4);
-                const __m512i x = _mm512_set1_epi32(four);
-                sums[t][0] = _mm512_dpbusd_epi32(sums[t][0], w0, x);
-                sums[t][1] = _mm512_dpbusd_epi32(sums[t][1], w1, x);
+                std::int32_t four_low, four_high;
+                std::memcpy(&four_low, low + t * 4, 4);
+                std::memcpy(&four_high, high + t * 4, 4);
+                const __m512i x_low = _mm512_set1_epi32(four_low), x_high = _mm512_set1_epi32(four_high);
+                sums[t][0] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(sums[t][0], w0.low, x_low), w0.high, x_high);
+                sums[t][1] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(sums[t][1], w1.low, x_low), w1.high, x_high);
             });
         }
-        const __m512 s0 = _mm512_load_ps(ws + (b * 2) * 16), s1 = _mm512_load_ps(ws + (b * 2 + 1) * 16);
+        const __m512 s0 = w.scales(b, 0), s1 = w.scales(b, 1);
         unrolled<T>([&](auto t) {
             const __m512 da = _mm512_set1_ps(ad[b * packed_rows + t]);
             acc[t][0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[t][0]), _mm512_mul_ps(s0, da), acc[t][0]);
@@ -638,8 +657,8 @@ avx512vnni::PackedActivations& pack_activations(ThreadPool& pool, const float* a
 }
 
 // Then every panel of 32 weight rows times every tile: panel(col, cols, wq, ws) returns the
-// packed bytes and scales of weight rows [col, col + cols), packing them into wq and ws (one
-// panel's room, per thread) or pointing at a copy packed in advance.
+// weight rows [col, col + cols) as packed_tile reads them (BytePanels: packed into wq and ws,
+// one panel's room per thread, or a copy packed in advance; or Q4_0 arranged in place).
 template <class Panel>
 void packed_panels_gemm(ThreadPool& pool, avx512vnni::PackedActivations& packed, Panel&& panel, const float* bias, float* c,
                         std::size_t m, std::size_t n, std::size_t k) {
@@ -652,14 +671,11 @@ void packed_panels_gemm(ThreadPool& pool, avx512vnni::PackedActivations& packed,
         if (ws.size() < 32 * blocks) ws = AlignedBuffer<float>(32 * blocks);
         for (std::size_t col = begin; col < end; col += 32) {
             const std::size_t cols = std::min<std::size_t>(32, end - col);
-            // (not a structured binding: clang 14 cannot capture one in the tile lambda below)
-            const std::pair<const std::uint8_t*, const float*> panel_data = panel(col, cols, wq.data(), ws.data());
-            const std::uint8_t* pq = panel_data.first;
-            const float* ps = panel_data.second;
+            const auto panels = panel(col, cols, wq.data(), ws.data());
             for (std::size_t tile = 0; tile < tiles; ++tile) {
                 float* out = c + tile * packed_rows * n + col;
                 with_tile_rows<packed_rows>(m - tile * packed_rows, [&]<std::size_t T>() {
-                    packed_tile<T>(packed.tile_q(tile), packed.tile_d(tile), packed.tile_offset(tile), pq, ps, blocks, out, n, cols);
+                    packed_tile<T>(packed.tile_q(tile), packed.tile_d(tile), packed.tile_offset(tile), panels, blocks, out, n, cols);
                 });
             }
             add_bias_columns(c, bias, m, n, col, col + cols);
@@ -676,7 +692,7 @@ void packed_integer_gemm(ThreadPool& pool, const float* a, const W* w, const flo
     auto& packed = pack_activations<W>(pool, a, m, k);
     packed_panels_gemm(pool, packed, [&](std::size_t col, std::size_t cols, std::uint8_t* wq, float* ws) {
         avx512vnni::pack_weight_panels(w + col * blocks, blocks, cols, wq, ws);
-        return std::pair<const std::uint8_t*, const float*>(wq, ws);
+        return avx512vnni::BytePanels{wq, ws};
     }, bias, c, m, n, k);
 }
 
@@ -713,7 +729,7 @@ inline void prepacked_integer_gemm(ThreadPool& pool, const float* a, const Packe
     const std::size_t blocks = k / 32;
     auto& packed = pack_activations<Q8_0>(pool, a, m, k);
     packed_panels_gemm(pool, packed, [&](std::size_t col, std::size_t, std::uint8_t*, float*) {
-        return std::pair<const std::uint8_t*, const float*>(w.q.data() + col * k, w.d.data() + col * blocks);
+        return avx512vnni::BytePanels{w.q.data() + col * k, w.d.data() + col * blocks};
     }, bias, c, m, n, k);
 }
 

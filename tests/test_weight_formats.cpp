@@ -169,6 +169,25 @@ TEST_CASE("Products with bf16, Q8_0 and Q4_0 weights match double-precision refe
 
 namespace {
 
+// A random bias(n) and activations(most, k) for the products over weights packed or arranged
+// in advance, whose row counts m = 1..most take a's last m rows (the last one always the same).
+struct Operands {
+    Tensor<float, Extents<dyn>, Cpu> bias;
+    Tensor<float, Extents<dyn, dyn>, Cpu> a;
+    Tensor<float, Extents<dyn, dyn>, Cpu> last_rows(std::size_t m) const {
+        Tensor<float, Extents<dyn, dyn>, Cpu> rows(m, a.extent(1));
+        std::copy(a.data() + (a.extent(0) - m) * a.extent(1), a.data() + a.size(), rows.data());
+        return rows;
+    }
+};
+Operands random_operands(std::mt19937& rng, std::size_t n, std::size_t most, std::size_t k) {
+    std::normal_distribution<float> normal;
+    Operands o{Tensor<float, Extents<dyn>, Cpu>(n), Tensor<float, Extents<dyn, dyn>, Cpu>(most, k)};
+    for (std::size_t i = 0; i < n; ++i) o.bias.data()[i] = normal(rng);
+    for (std::size_t i = 0; i < most * k; ++i) o.a.data()[i] = normal(rng);
+    return o;
+}
+
 // Row `row` of an m-row product, for m = 1..max: every result must have the same bits.
 template <class W>
 void check_batch_independence(std::size_t max, std::size_t first_m) {
@@ -263,15 +282,13 @@ TEST_CASE("Q8_0 products over weights packed in advance have the packed GEMM's b
         WeightFormat<Q8_0>::quantize(w.data(), stored.data(), n * k);
         const auto packed = cpu.pack_weights(stored.view());
         REQUIRE(!packed.empty());
-        Tensor<float, Extents<dyn>, Cpu> bias(n);
-        for (std::size_t i = 0; i < n; ++i) bias.data()[i] = normal(rng);
         const std::size_t most = 40;
-        Tensor<float, Extents<dyn, dyn>, Cpu> a(most, k);
-        for (std::size_t i = 0; i < most * k; ++i) a.data()[i] = normal(rng);
+        const Operands operands = random_operands(rng, n, most, k);
+        const auto& bias = operands.bias;
         std::vector<float> last_alone;
         for (std::size_t m = 1; m <= most; ++m) {
-            Tensor<float, Extents<dyn, dyn>, Cpu> rows(m, k), c(m, n), expected(m, n);
-            std::copy(a.data() + (most - m) * k, a.data() + most * k, rows.data());
+            const auto rows = operands.last_rows(m);
+            Tensor<float, Extents<dyn, dyn>, Cpu> c(m, n), expected(m, n);
             gemm(cpu, rows, stored, packed, bias, c);
             if (m == 1) {
                 gemm(cpu, rows, stored, bias, expected);  // one row stays on gemv over W as stored
@@ -333,15 +350,12 @@ TEST_CASE("Q4_0 products over weights arranged in place have the packed GEMM's b
             std::sort(sorted_after.begin(), sorted_after.end());
             CHECK(sorted_before == sorted_after);
 
-            Tensor<float, Extents<dyn>, Cpu> bias(n);
-            for (std::size_t i = 0; i < n; ++i) bias.data()[i] = normal(rng);
-            const std::size_t most = 20;
-            Tensor<float, Extents<dyn, dyn>, Cpu> a(most, k);
-            for (std::size_t i = 0; i < most * k; ++i) a.data()[i] = normal(rng);
+            const Operands operands = random_operands(rng, n, 20, k);
+            const auto& bias = operands.bias;
             std::vector<float> last_alone;
-            for (std::size_t m = 1; m <= most; ++m) {
-                Tensor<float, Extents<dyn, dyn>, Cpu> rows(m, k), c(m, n), expected(m, n);
-                std::copy(a.data() + (most - m) * k, a.data() + most * k, rows.data());
+            for (std::size_t m = 1; m <= 20; ++m) {
+                const auto rows = operands.last_rows(m);
+                Tensor<float, Extents<dyn, dyn>, Cpu> c(m, n), expected(m, n);
                 gemm(cpu, rows, arranged_w, arranged, bias, c);
                 INFO(m << " rows");
                 const std::vector<float> last(c.data() + (m - 1) * n, c.data() + m * n);

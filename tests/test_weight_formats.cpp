@@ -311,6 +311,42 @@ TEST_CASE("Q8_0 products over weights packed in advance have the packed GEMM's b
 #endif
 }
 
+// The tied head as a batched step uses it (Embedding::prepare_batches, project): a Q8_0 table
+// packed like a Linear's weights, so its products of several rows have the packed GEMM's bits
+// (without the copy, every step packed all V rows again); one row stays on the table as stored.
+TEST_CASE("The Q8_0 head's products over its packed copy have the packed GEMM's bits", "[formats][gemm]") {
+    Cpu cpu(2);
+    std::mt19937 rng(9);
+    std::normal_distribution<float> normal;
+    const std::size_t vocab = 75, width = 800;
+    Embedding<dyn, dyn, Cpu, Q8_0> head(vocab, width);
+    std::vector<float> w(vocab * width);
+    for (float& v : w) v = 0.02f * normal(rng);
+    WeightFormat<Q8_0>::quantize(w.data(), head.table.data(), w.size());
+    CHECK(head.packed.empty());
+    head.prepare_batches(cpu);
+#if TESSERA_HAS_AVX512_KERNELS
+    REQUIRE(head.packed.empty() == !cpu::has_avx512_vnni());
+#endif
+    const Operands operands = random_operands(rng, vocab, 16, width);
+    for (const std::size_t m : {1, 2, 5, 16}) {
+        const auto rows = operands.last_rows(m);
+        Tensor<float, Extents<dyn, dyn>, Cpu> c(m, vocab), expected(m, vocab);
+        head.project(cpu, rows, c);
+#if TESSERA_HAS_AVX512_KERNELS
+        if (m > 1 && !head.packed.empty()) {
+            cpu::packed_integer_gemm(cpu.pool(), rows.data(), head.table.data(), nullptr, expected.data(), m, vocab, width);
+        } else {
+            gemm(cpu, rows, head.table, expected);
+        }
+#else
+        gemm(cpu, rows, head.table, expected);
+#endif
+        INFO(m << " rows");
+        CHECK(std::memcmp(c.data(), expected.data(), m * vocab * sizeof(float)) == 0);
+    }
+}
+
 // Q4_0 arranged in place once loaded (Cpu::arrange_weights, cpu/q4_0_panels.hpp): products of
 // any number of rows, one included, must have the bits of the packed GEMM over W as stored
 // (which packs W per call into the same tiles), match the double-precision reference, and give

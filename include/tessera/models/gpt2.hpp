@@ -244,6 +244,7 @@ public:
     void prepare_batches() {
         [[maybe_unused]] const auto active = tessera::activate(*backend_);
         for (auto& block : blocks_) block.prepare_batches(*backend_);
+        head_layer().prepare_batches(*backend_);
         batches_prepared_ = true;
     }
 
@@ -294,7 +295,9 @@ private:
         return s;
     }
 
-    const auto& head() const { return lm_head_ ? lm_head_->table : wte_.table; }
+    const auto& head_layer() const { return lm_head_ ? *lm_head_ : wte_; }
+    auto& head_layer() { return lm_head_ ? *lm_head_ : wte_; }
+    const auto& head() const { return head_layer().table; }
 
     // Queues the step (as one graph for a one-token step where the backend has graphs), and,
     // on a device backend with async downloads and when `download` is set, the copy of the
@@ -312,7 +315,7 @@ private:
                 const auto last = scratch_.delta.view().rows(0, n);
                 for (std::size_t i = 0; i < n; ++i) copy(*backend_, x.rows(slices_[i].row + slices_[i].count - 1, 1), last.rows(i, 1));
                 ln_f_(*backend_, last, normed);
-                gemm(*backend_, normed, head(), logits_.view().rows(0, n));
+                head_layer().project(*backend_, normed, logits_.view().rows(0, n));
             }
             if constexpr (!B::host_accessible && HasAsyncDownload<B>) {
                 if (download) backend_->download_async(logits_.data(), host_logits_.data(), n * shape_.vocab_size);

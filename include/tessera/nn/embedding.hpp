@@ -1,6 +1,6 @@
 #pragma once
 // Embedding<V, C, B, W>: token ids to rows of a (V, C) table, stored as W (float, or bf16 /
-// Q8_0 / Q4_0 widened row by row when gathered); also the tied LM head's weight.
+// Q8_0 / Q4_0 widened row by row when gathered); also the tied LM head's weight (project).
 #include <cstddef>  // std::size_t
 #include <span>     // std::span
 #include <string>   // std::string
@@ -10,6 +10,7 @@
 #include <tessera/core/weight_formats.hpp>  // WeightType
 #include <tessera/nn/parameter.hpp>   // WeightSource, whole_blocks
 #include <tessera/ops/embedding.hpp>  // gather_rows
+#include <tessera/ops/matrix_products.hpp>  // gemm
 
 namespace tessera {
 
@@ -18,6 +19,9 @@ struct Embedding {
     static constexpr std::size_t block = WeightFormat<W>::block;
     static_assert(C == dyn || C % block == 0, "Embedding: the width must be a whole number of the format's blocks.");
     Tensor<W, Extents<V, C == dyn ? dyn : C / block>, B> table;  // (V, C / block)
+    // The backend's packed copy of the table for the head's products of several rows (a batched
+    // step; HasPackedWeights: the CPU's Q8_0), empty until prepare_batches.
+    [[no_unique_address]] typename detail::PackedCopyOf<B, W>::type packed{};
 
     Embedding(std::size_t v, std::size_t c) : table(v, whole_blocks<W>(c, "Embedding")) {}
     Embedding()
@@ -26,6 +30,23 @@ struct Embedding {
 
     void load(const WeightSource<B>& src, const std::string& name) {
         src.table_into(name, table);
+        packed = {};  // (stale: prepare_batches packs the new table)
+    }
+
+    // As Linear::prepare_batches, for the table as the tied head.
+    void prepare_batches(B& backend) {
+        if constexpr (HasPackedWeights<B, W>) {
+            packed = backend.pack_weights(MatrixView<const W, B>(table.data(), DynExtents<2>(table.extent(0), table.extent(1))));
+        }
+    }
+
+    // The head: logits(T, V) = x(T, C) · tableᵀ, over the packed copy where there is one.
+    template <class Backend, TensorLike X, TensorLike Logits>
+    void project(Backend& backend, const X& x, Logits&& logits) const {
+        if constexpr (HasPackedWeights<Backend, W>) {
+            if (!packed.empty()) return gemm(backend, x, table, packed, VectorView<const float, Backend>{}, logits);
+        }
+        gemm(backend, x, table, logits);
     }
 
     // out(T, C) = table[ids]; an id outside [0, V) is an ArgumentError naming it and its position.

@@ -20,16 +20,9 @@
 namespace tessera {
 
 namespace detail {
-struct NoPackedWeights {};
+// What a Linear keeps besides its weights: the backend's packed copy, what arranging did, or nothing.
 template <class B, class W>
-struct PackedWeightsOf {
-    using type = NoPackedWeights;
-};
-template <class B, class W>
-    requires HasPackedWeights<B, W>
-struct PackedWeightsOf<B, W> {
-    using type = typename B::template PackedWeights<W>;
-};
+struct PackedWeightsOf : PackedCopyOf<B, W> {};
 template <class B, class W>
     requires ArrangesWeights<B, W>
 struct PackedWeightsOf<B, W> {

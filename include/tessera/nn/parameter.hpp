@@ -11,11 +11,26 @@
 #include <type_traits>  // std::is_same_v
 #include <vector>       // std::vector
 
+#include <tessera/backend/backend.hpp>       // HasPackedWeights
 #include <tessera/core/error.hpp>           // FormatError, ArgumentError
 #include <tessera/core/weight_formats.hpp>  // WeightFormat, WeightFormatId
 #include <tessera/ops/transfer.hpp>         // copy_from_host
 
 namespace tessera {
+
+namespace detail {
+// The backend's packed copy of weights stored as W (HasPackedWeights), or nothing.
+struct NoPackedWeights {};
+template <class B, class W>
+struct PackedCopyOf {
+    using type = NoPackedWeights;
+};
+template <class B, class W>
+    requires HasPackedWeights<B, W>
+struct PackedCopyOf<B, W> {
+    using type = typename B::template PackedWeights<W>;
+};
+}  // namespace detail
 
 // `weights` in stored elements of W, which must hold it in whole blocks ("Linear: 100 inputs
 // are not a whole number of q8_0 blocks of 32").

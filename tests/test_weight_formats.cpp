@@ -347,15 +347,14 @@ TEST_CASE("The Q8_0 head's products over its packed copy have the packed GEMM's 
     }
 }
 
-// Q4_0 arranged in place once loaded (Cpu::arrange_weights, cpu/q4_0_panels.hpp): products of
-// any number of rows, one included, must have the bits of the packed GEMM over W as stored
-// (which packs W per call into the same tiles), match the double-precision reference, and give
-// a row the same bits whatever shares the product. A row count that is not a multiple of 32 is
-// left as stored.
-TEST_CASE("Q4_0 products over weights arranged in place have the packed GEMM's bits", "[formats][gemm]") {
-    STATIC_REQUIRE(ArrangesWeights<Cpu, Q4_0>);
-    STATIC_REQUIRE(!ArrangesWeights<Cpu, Q8_0>);
-    STATIC_REQUIRE(!ArrangesWeights<Cpu, bf16>);
+// Q4_0 and bf16 arranged in place once loaded (Cpu::arrange_weights, cpu/arranged_weights.hpp):
+// products of any number of rows, one included, must have the bits of the packed GEMM over W
+// as stored (which packs W per call into the same tiles), match the double-precision
+// reference, and give a row the same bits whatever shares the product. A row count that is
+// not a multiple of 32 is left as stored.
+namespace {
+template <class W>
+void check_arranged_products() {
     Cpu cpu(2);
     std::mt19937 rng(7);
     std::normal_distribution<float> normal;
@@ -363,23 +362,24 @@ TEST_CASE("Q4_0 products over weights arranged in place have the packed GEMM's b
         for (const std::size_t k : {800, 3072}) {
             std::vector<float> w(n * k);
             for (float& v : w) v = 0.02f * normal(rng);
-            Tensor<Q4_0, Extents<dyn, dyn>, Cpu> stored(n, k / 32), arranged_w(n, k / 32);
-            WeightFormat<Q4_0>::quantize(w.data(), stored.data(), n * k);
+            constexpr std::size_t block = WeightFormat<W>::block;
+            Tensor<W, Extents<dyn, dyn>, Cpu> stored(n, k / block), arranged_w(n, k / block);
+            WeightFormat<W>::quantize(w.data(), stored.data(), n * k);
             std::vector<float> dequantized(n * k);
-            WeightFormat<Q4_0>::dequantize(stored.data(), dequantized.data(), n * k);
+            WeightFormat<W>::dequantize(stored.data(), dequantized.data(), n * k);
             std::copy(stored.data(), stored.data() + stored.size(), arranged_w.data());
             const auto arranged = cpu.arrange_weights(arranged_w.view());
 #if TESSERA_HAS_AVX512_KERNELS
-            const bool arranges = cpu::has_avx512_vnni() && n % 32 == 0;
+            const bool arranges = (std::is_same_v<W, Q4_0> ? cpu::has_avx512_vnni() : cpu::arranges_bf16()) && n % 32 == 0;
 #else
             const bool arranges = false;
 #endif
-            INFO("n " << n << ", k " << k);
+            INFO(WeightFormat<W>::name << ", n " << n << ", k " << k);
             REQUIRE(arranged.empty() == !arranges);
             // Arranging moves bytes: some must have moved, none may be lost (a multiset check).
             const auto* before = reinterpret_cast<const unsigned char*>(stored.data());
             const auto* after = reinterpret_cast<const unsigned char*>(arranged_w.data());
-            const std::size_t bytes = stored.size() * sizeof(Q4_0);
+            const std::size_t bytes = stored.size() * sizeof(W);
             CHECK((std::memcmp(before, after, bytes) != 0) == arranges);
             std::vector<unsigned char> sorted_before(before, before + bytes), sorted_after(after, after + bytes);
             std::sort(sorted_before.begin(), sorted_before.end());
@@ -396,16 +396,21 @@ TEST_CASE("Q4_0 products over weights arranged in place have the packed GEMM's b
                 INFO(m << " rows");
                 const std::vector<float> last(c.data() + (m - 1) * n, c.data() + m * n);
                 if (m == 1) last_alone = last;
-                // As check_products: the reference over the activations quantized as the kernel does.
-                const std::vector<double> ref =
-                    reference(std::vector<float>(rows.data(), rows.data() + m * k), dequantized, m, n, k,
-                              arranges ? cpu::ActivationPrecision::int8 : cpu::activation_precision<Q4_0>(m));
+                // As check_products: the reference over the activations rounded as the kernel rounds them.
+                const auto precision = !arranges ? cpu::activation_precision<W>(m)
+                                       : std::is_same_v<W, Q4_0> ? cpu::ActivationPrecision::int8
+                                                                 : cpu::ActivationPrecision::bf16;
+                const std::vector<double> ref = reference(std::vector<float>(rows.data(), rows.data() + m * k), dequantized, m, n, k, precision);
                 double worst = 0.0;
                 for (std::size_t i = 0; i < m * n; ++i) worst = std::max(worst, std::abs(c.data()[i] - (ref[i] + bias.data()[i % n])));
                 CHECK(worst < 2e-5);
 #if TESSERA_HAS_AVX512_KERNELS
                 if (arranges) {
-                    cpu::packed_integer_gemm(cpu.pool(), rows.data(), stored.data(), bias.data(), expected.data(), m, n, k);
+                    if constexpr (std::is_same_v<W, Q4_0>) {
+                        cpu::packed_integer_gemm(cpu.pool(), rows.data(), stored.data(), bias.data(), expected.data(), m, n, k);
+                    } else {
+                        cpu::packed_bf16_gemm(cpu.pool(), rows.data(), stored.data(), bias.data(), expected.data(), m, n, k);
+                    }
                     REQUIRE(std::memcmp(c.data(), expected.data(), m * n * sizeof(float)) == 0);
                     CHECK(last == last_alone);
                     continue;
@@ -416,6 +421,15 @@ TEST_CASE("Q4_0 products over weights arranged in place have the packed GEMM's b
             }
         }
     }
+}
+}  // namespace
+
+TEST_CASE("Products over weights arranged in place have the packed GEMMs' bits", "[formats][gemm]") {
+    STATIC_REQUIRE(ArrangesWeights<Cpu, Q4_0>);
+    STATIC_REQUIRE(ArrangesWeights<Cpu, bf16>);
+    STATIC_REQUIRE(!ArrangesWeights<Cpu, Q8_0>);
+    check_arranged_products<Q4_0>();
+    check_arranged_products<bf16>();
 }
 
 TEST_CASE("Stored-weight products check their shapes", "[formats][gemm]") {

@@ -656,22 +656,19 @@ avx512vnni::PackedActivations& pack_activations(ThreadPool& pool, const float* a
     return packed;
 }
 
-// Then every panel of 32 weight rows times every tile: panel(col, cols, wq, ws) returns the
-// weight rows [col, col + cols) as packed_tile reads them (BytePanels: packed into wq and ws,
-// one panel's room per thread, or a copy packed in advance; or Q4_0 arranged in place).
+// Then every panel of 32 weight rows times every tile: panel(col, cols), called on the thread
+// that multiplies it, returns the weight rows [col, col + cols) as packed_tile reads them
+// (BytePanels: packed into per-thread room, or a copy packed in advance; or Q4_0 arranged in
+// place).
 template <class Panel>
 void packed_panels_gemm(ThreadPool& pool, avx512vnni::PackedActivations& packed, Panel&& panel, const float* bias, float* c,
                         std::size_t m, std::size_t n, std::size_t k) {
     using namespace avx512vnni;
     const std::size_t tiles = (m + packed_rows - 1) / packed_rows, blocks = k / 32;
     pool.parallel_for(n, 32, [&](std::size_t begin, std::size_t end) {
-        thread_local AlignedBuffer<std::uint8_t> wq;
-        thread_local AlignedBuffer<float> ws;
-        if (wq.size() < 32 * k) wq = AlignedBuffer<std::uint8_t>(32 * k);
-        if (ws.size() < 32 * blocks) ws = AlignedBuffer<float>(32 * blocks);
         for (std::size_t col = begin; col < end; col += 32) {
             const std::size_t cols = std::min<std::size_t>(32, end - col);
-            const auto panels = panel(col, cols, wq.data(), ws.data());
+            const auto panels = panel(col, cols);
             for (std::size_t tile = 0; tile < tiles; ++tile) {
                 float* out = c + tile * packed_rows * n + col;
                 with_tile_rows<packed_rows>(m - tile * packed_rows, [&]<std::size_t T>() {
@@ -690,9 +687,13 @@ void packed_integer_gemm(ThreadPool& pool, const float* a, const W* w, const flo
                          std::size_t k) {
     const std::size_t blocks = k / 32;
     auto& packed = pack_activations<W>(pool, a, m, k);
-    packed_panels_gemm(pool, packed, [&](std::size_t col, std::size_t cols, std::uint8_t* wq, float* ws) {
-        avx512vnni::pack_weight_panels(w + col * blocks, blocks, cols, wq, ws);
-        return avx512vnni::BytePanels{wq, ws};
+    packed_panels_gemm(pool, packed, [&](std::size_t col, std::size_t cols) {
+        thread_local AlignedBuffer<std::uint8_t> wq;  // one panel's room, grown once per thread
+        thread_local AlignedBuffer<float> ws;
+        if (wq.size() < 32 * k) wq = AlignedBuffer<std::uint8_t>(32 * k);
+        if (ws.size() < 32 * blocks) ws = AlignedBuffer<float>(32 * blocks);
+        avx512vnni::pack_weight_panels(w + col * blocks, blocks, cols, wq.data(), ws.data());
+        return avx512vnni::BytePanels{wq.data(), ws.data()};
     }, bias, c, m, n, k);
 }
 
@@ -728,7 +729,7 @@ inline void prepacked_integer_gemm(ThreadPool& pool, const float* a, const Packe
                                    std::size_t m, std::size_t n, std::size_t k) {
     const std::size_t blocks = k / 32;
     auto& packed = pack_activations<Q8_0>(pool, a, m, k);
-    packed_panels_gemm(pool, packed, [&](std::size_t col, std::size_t, std::uint8_t*, float*) {
+    packed_panels_gemm(pool, packed, [&](std::size_t col, std::size_t) {
         return avx512vnni::BytePanels{w.q.data() + col * k, w.d.data() + col * blocks};
     }, bias, c, m, n, k);
 }
@@ -760,27 +761,41 @@ inline const AlignedBuffer<std::uint32_t>& pack_bf16_activations(ThreadPool& poo
     return packed;
 }
 
-// C(m, n) = A(m, k) · W(n, k)ᵀ + bias for bf16 weights and many rows: the packed vdpbf16ps GEMM.
-inline void packed_bf16_gemm(ThreadPool& pool, const float* a, const bf16* w, const float* bias, float* c, std::size_t m,
-                             std::size_t n, std::size_t k) {
+// The vdpbf16ps GEMM over panels of 32 weight rows: panel(col, cols), called on the thread that
+// multiplies it, returns rows [col, col + cols) as pack_bf16_panels lays them out, packed into
+// per-thread room or arranged so in advance.
+template <class Panel>
+void bf16_panels_gemm(ThreadPool& pool, const float* a, Panel&& panel, const float* bias, float* c, std::size_t m,
+                      std::size_t n, std::size_t k) {
     using namespace avx512vnni;
     constexpr std::size_t rows_per_tile = bf16_packed_rows;
     const std::size_t pairs = (k + 1) / 2, tiles = (m + rows_per_tile - 1) / rows_per_tile;
     const AlignedBuffer<std::uint32_t>& packed = pack_bf16_activations(pool, a, m, k, rows_per_tile, pairs);
     pool.parallel_for(n, 32, [&](std::size_t begin, std::size_t end) {
-        thread_local AlignedBuffer<std::uint16_t> wp;
-        if (wp.size() < 32 * 2 * pairs) wp = AlignedBuffer<std::uint16_t>(32 * 2 * pairs);
         for (std::size_t col = begin; col < end; col += 32) {
             const std::size_t cols = std::min<std::size_t>(32, end - col);
-            pack_bf16_panels(w + col * k, k, cols, wp.data());
+            const std::uint16_t* panels = panel(col, cols);
             for (std::size_t tile = 0; tile < tiles; ++tile) {
                 with_tile_rows<rows_per_tile>(m - tile * rows_per_tile, [&]<std::size_t T>() {
-                    bf16_tile<T>(packed.data() + tile * rows_per_tile * pairs, wp.data(), pairs, c + tile * rows_per_tile * n + col, n, cols);
+                    bf16_tile<T>(packed.data() + tile * rows_per_tile * pairs, panels, pairs, c + tile * rows_per_tile * n + col, n, cols);
                 });
             }
             add_bias_columns(c, bias, m, n, col, col + cols);
         }
     });
+}
+
+// C(m, n) = A(m, k) · W(n, k)ᵀ + bias for bf16 weights and many rows: the packed vdpbf16ps GEMM,
+// packing W as it goes.
+inline void packed_bf16_gemm(ThreadPool& pool, const float* a, const bf16* w, const float* bias, float* c, std::size_t m,
+                             std::size_t n, std::size_t k) {
+    bf16_panels_gemm(pool, a, [&](std::size_t col, std::size_t cols) -> const std::uint16_t* {
+        thread_local AlignedBuffer<std::uint16_t> wp;  // one panel's room, grown once per thread
+        const std::size_t pairs = (k + 1) / 2;
+        if (wp.size() < 32 * 2 * pairs) wp = AlignedBuffer<std::uint16_t>(32 * 2 * pairs);
+        avx512vnni::pack_bf16_panels(w + col * k, k, cols, wp.data());
+        return wp.data();
+    }, bias, c, m, n, k);
 }
 
 #if TESSERA_HAS_AMX_KERNELS

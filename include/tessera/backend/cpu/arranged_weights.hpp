@@ -1,21 +1,25 @@
 #pragma once
-// Q4_0 weights arranged in place, once after loading, so that products of any number of rows,
-// one row (decode) included, run vpdpbusd over them as they lie: the same bytes in another
-// order, the same size, no second copy (where the CPU has AVX-512 VNNI).
+// Weights arranged in place, once after loading, so that products of any number of rows, one
+// row (decode) included, run the packed GEMMs' tiles over them as they lie: the same bytes in
+// another order, the same size, no second copy. Q4_0 where the CPU has AVX-512 VNNI; bf16
+// where it has AVX-512 BF16 but no AMX (whose tiles read bf16 rows as stored).
 //
-// Why: as stored, a Q4_0 row's nibbles must be spread into one unsigned byte per weight before
-// a product of several rows can multiply 16 weight rows per instruction, and packing them per
-// call cost about three times the products' arithmetic at 16 rows (a 16-token prompt: 0.99x
-// llama.cpp's speed). Arranged, the packed integer GEMM's tile reads the nibbles directly: a
-// vector of 64 bytes holds the bytes qs[4j .. 4j + 4) of 16 rows, whose low nibbles are those
-// rows' weights 4j .. 4j + 3 and whose high nibbles are their weights 16 + 4j .. (Q4_0 keeps
-// weights e and e + 16 in byte e), so one AND and one shift make two vpdpbusd operands.
+// Why: as stored, a product of several rows must first pack W into the order the tiles
+// multiply 16 weight rows per instruction in, and packing per call cost about three times the
+// arithmetic at 16 rows (a 16-token Q4_0 prompt: 0.99x llama.cpp's speed), while the few-row
+// tiles that read W as stored multiply one row per vector.
 //
-// The layout, for each group of 32 rows (n must be a multiple of 32, as every GPT-2 layer's
-// is; otherwise nothing is arranged), per block b of K / 32: 576 bytes at group + b * 576:
+// Q4_0: a byte holds weights e and e + 16 of its block (its low and high nibble), so a 64-byte
+// vector of the bytes qs[4j .. 4j + 4) of 16 rows is, after one AND and one shift, the two
+// vpdpbusd operands of the packed integer GEMM's groups j and j + 4. Per group of 32 rows (n
+// must be a multiple of 32, as every GPT-2 layer's is; otherwise nothing is arranged), per
+// block b of K / 32: 576 bytes at group + b * 576:
 //   [rows 0-15: vectors j = 0..3, 64 bytes each, lane r = row r's qs[4j .. 4j + 4)]
 //   [rows 16-31: the same]  [rows 0-15: 16 f16 scales]  [rows 16-31: 16 f16 scales]
 // 32 blocks of 18 bytes, as before, and one stream through memory per group.
+//
+// bf16: per group of 32 rows, per pair of columns, the two 16-row halves' [row][2 bf16]
+// vectors: what pack_bf16_panels makes per call and bf16_tile reads (k must be even).
 #include <algorithm>  // std::min
 #include <cstddef>    // std::size_t
 #include <cstdint>    // std::uint8_t
@@ -28,13 +32,12 @@
 
 namespace tessera::cpu {
 
-inline constexpr std::size_t q4_0_group_rows = 32;
-inline constexpr std::size_t q4_0_group_block_bytes = q4_0_group_rows * sizeof(Q4_0);  // 576
+inline constexpr std::size_t arranged_rows = 32;  // rows per group, both formats
+inline constexpr std::size_t q4_0_group_block_bytes = arranged_rows * sizeof(Q4_0);  // 576
 
-// What a Linear keeps to say its Q4_0 weights were arranged (Cpu::arrange_weights): false
-// without AVX-512 VNNI or for a row count that is not a multiple of 32, when the products read
-// the weights as stored.
-struct ArrangedQ4_0 {
+// What a Linear keeps to say its weights were arranged (Cpu::arrange_weights): false where the
+// CPU lacks the instructions or the shape does not fit, when the products read W as stored.
+struct Arrangement {
     bool arranged = false;
     bool empty() const noexcept { return !arranged; }
 };
@@ -43,7 +46,7 @@ struct ArrangedQ4_0 {
 inline void arrange_q4_0_group(const Q4_0* rows, std::size_t blocks, std::uint8_t* out) noexcept {
     for (std::size_t b = 0; b < blocks; ++b) {
         std::uint8_t* dst = out + b * q4_0_group_block_bytes;
-        for (std::size_t r = 0; r < q4_0_group_rows; ++r) {
+        for (std::size_t r = 0; r < arranged_rows; ++r) {
             const Q4_0& block = rows[r * blocks + b];
             const std::size_t panel = r / 16, lane = r % 16;
             for (std::size_t j = 0; j < 4; ++j) std::memcpy(dst + panel * 256 + j * 64 + lane * 4, block.qs + 4 * j, 4);
@@ -54,17 +57,46 @@ inline void arrange_q4_0_group(const Q4_0* rows, std::size_t blocks, std::uint8_
 
 // Arranges W(n, k) in place (k a multiple of 32). Each group of 32 rows is copied out and
 // written back in the new order; the groups are independent, so the pool shares them.
-inline ArrangedQ4_0 arrange_q4_0(ThreadPool& pool, Q4_0* w, std::size_t n, std::size_t k) {
+inline Arrangement arrange_q4_0(ThreadPool& pool, Q4_0* w, std::size_t n, std::size_t k) {
 #if TESSERA_HAS_AVX512_KERNELS
-    if (!has_avx512_vnni() || n % q4_0_group_rows != 0 || k % 32 != 0 || n == 0 || k == 0) return {};
-    const std::size_t blocks = k / 32, groups = n / q4_0_group_rows;
+    if (!has_avx512_vnni() || n % arranged_rows != 0 || k % 32 != 0 || n == 0 || k == 0) return {};
+    const std::size_t blocks = k / 32, groups = n / arranged_rows;
     pool.parallel_for(groups, 1, [&](std::size_t begin, std::size_t end) {
         thread_local std::vector<Q4_0> copy;
-        copy.resize(q4_0_group_rows * blocks);
+        copy.resize(arranged_rows * blocks);
         for (std::size_t g = begin; g < end; ++g) {
-            Q4_0* group = w + g * q4_0_group_rows * blocks;
-            std::copy(group, group + q4_0_group_rows * blocks, copy.data());
+            Q4_0* group = w + g * arranged_rows * blocks;
+            std::copy(group, group + arranged_rows * blocks, copy.data());
             arrange_q4_0_group(copy.data(), blocks, reinterpret_cast<std::uint8_t*>(group));
+        }
+    });
+    return {true};
+#else
+    (void)pool, (void)w, (void)n, (void)k;
+    return {};
+#endif
+}
+
+// Whether bf16 weights are arranged on this CPU (any shape aside).
+inline bool arranges_bf16() noexcept {
+#if TESSERA_HAS_AVX512_KERNELS
+    return has_avx512_bf16() && !has_amx();
+#else
+    return false;
+#endif
+}
+
+// Arranges bf16 W(n, k) in place, as arrange_q4_0 does.
+inline Arrangement arrange_bf16(ThreadPool& pool, bf16* w, std::size_t n, std::size_t k) {
+#if TESSERA_HAS_AVX512_KERNELS
+    if (!arranges_bf16() || n % arranged_rows != 0 || k % 2 != 0 || n == 0 || k == 0) return {};
+    pool.parallel_for(n / 32, 1, [&](std::size_t begin, std::size_t end) {
+        thread_local std::vector<bf16> copy;
+        copy.resize(32 * k);
+        for (std::size_t g = begin; g < end; ++g) {
+            bf16* group = w + g * 32 * k;
+            std::copy(group, group + 32 * k, copy.data());
+            avx512vnni::pack_bf16_panels(copy.data(), k, 32, reinterpret_cast<std::uint16_t*>(group));
         }
     });
     return {true};
@@ -118,9 +150,18 @@ inline void arranged_q4_0_gemm(ThreadPool& pool, const float* a, const Q4_0* w, 
     const std::size_t blocks = k / 32;
     const auto* bytes = reinterpret_cast<const std::uint8_t*>(w);
     auto& packed = pack_activations<Q4_0>(pool, a, m, k);
-    packed_panels_gemm(pool, packed, [&](std::size_t col, std::size_t, std::uint8_t*, float*) {
+    packed_panels_gemm(pool, packed, [&](std::size_t col, std::size_t) {
         return avx512vnni::Q4_0Panels{bytes + col * blocks * sizeof(Q4_0)};
     }, bias, c, m, n, k);
+}
+
+// C(m, n) = A(m, k) · W(n, k)ᵀ + bias for bf16 weights arranged by arrange_bf16, any m >= 1:
+// the packed vdpbf16ps GEMM over W as it lies (activations rounded to bf16, as that GEMM and
+// the one-row bf16 dot round them); a row's result has the same bits for every m.
+inline void arranged_bf16_gemm(ThreadPool& pool, const float* a, const bf16* w, const float* bias, float* c, std::size_t m,
+                               std::size_t n, std::size_t k) {
+    const auto* halves = reinterpret_cast<const std::uint16_t*>(w);
+    bf16_panels_gemm(pool, a, [&](std::size_t col, std::size_t) { return halves + col * k; }, bias, c, m, n, k);
 }
 
 }  // namespace tessera::cpu

@@ -4,7 +4,7 @@
 // block] of those, quantized when loaded. In and Out are compile-time sizes or `dyn`; the
 // constructor takes the run-time sizes. prepare_batches() lets a backend keep a second layout
 // of the weights for products of several rows (HasPackedWeights: the CPU's Q8_0); a backend
-// may also arrange them in place once loaded (ArrangesWeights: the CPU's Q4_0).
+// may also arrange them in place once loaded (ArrangesWeights: the CPU's Q4_0 and bf16).
 #include <cstddef>    // std::size_t
 #include <span>       // std::span
 #include <string>     // std::string

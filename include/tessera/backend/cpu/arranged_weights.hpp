@@ -20,7 +20,7 @@
 //
 // bf16: per group of 32 rows, per pair of columns, the two 16-row halves' [row][2 bf16]
 // vectors: what pack_bf16_panels makes per call and bf16_tile reads (k must be even).
-#include <algorithm>  // std::min
+#include <algorithm>  // std::copy
 #include <cstddef>    // std::size_t
 #include <cstdint>    // std::uint8_t
 #include <cstring>    // std::memcpy
@@ -55,20 +55,30 @@ inline void arrange_q4_0_group(const Q4_0* rows, std::size_t blocks, std::uint8_
     }
 }
 
-// Arranges W(n, k) in place (k a multiple of 32). Each group of 32 rows is copied out and
-// written back in the new order; the groups are independent, so the pool shares them.
+// Rewrites each group of 32 rows of W (n rows of `row_elements` stored elements) in place:
+// the group is copied out and arrange(copy, group) writes it back in the new order. The groups
+// are independent, so the pool shares them.
+template <class T, class Arrange>
+void arrange_groups(ThreadPool& pool, T* w, std::size_t n, std::size_t row_elements, Arrange&& arrange) {
+    const std::size_t group_elements = arranged_rows * row_elements;
+    pool.parallel_for(n / arranged_rows, 1, [&](std::size_t begin, std::size_t end) {
+        thread_local std::vector<T> copy;
+        copy.resize(group_elements);
+        for (std::size_t g = begin; g < end; ++g) {
+            T* group = w + g * group_elements;
+            std::copy(group, group + group_elements, copy.data());
+            arrange(copy.data(), group);
+        }
+    });
+}
+
+// Arranges Q4_0 W(n, k) in place (k a multiple of 32) where the CPU has AVX-512 VNNI.
 inline Arrangement arrange_q4_0(ThreadPool& pool, Q4_0* w, std::size_t n, std::size_t k) {
 #if TESSERA_HAS_AVX512_KERNELS
     if (!has_avx512_vnni() || n % arranged_rows != 0 || k % 32 != 0 || n == 0 || k == 0) return {};
-    const std::size_t blocks = k / 32, groups = n / arranged_rows;
-    pool.parallel_for(groups, 1, [&](std::size_t begin, std::size_t end) {
-        thread_local std::vector<Q4_0> copy;
-        copy.resize(arranged_rows * blocks);
-        for (std::size_t g = begin; g < end; ++g) {
-            Q4_0* group = w + g * arranged_rows * blocks;
-            std::copy(group, group + arranged_rows * blocks, copy.data());
-            arrange_q4_0_group(copy.data(), blocks, reinterpret_cast<std::uint8_t*>(group));
-        }
+    const std::size_t blocks = k / 32;
+    arrange_groups(pool, w, n, blocks, [blocks](const Q4_0* rows, Q4_0* group) {
+        arrange_q4_0_group(rows, blocks, reinterpret_cast<std::uint8_t*>(group));
     });
     return {true};
 #else
@@ -86,18 +96,12 @@ inline bool arranges_bf16() noexcept {
 #endif
 }
 
-// Arranges bf16 W(n, k) in place, as arrange_q4_0 does.
+// Arranges bf16 W(n, k) in place (k even) where arranges_bf16().
 inline Arrangement arrange_bf16(ThreadPool& pool, bf16* w, std::size_t n, std::size_t k) {
 #if TESSERA_HAS_AVX512_KERNELS
     if (!arranges_bf16() || n % arranged_rows != 0 || k % 2 != 0 || n == 0 || k == 0) return {};
-    pool.parallel_for(n / 32, 1, [&](std::size_t begin, std::size_t end) {
-        thread_local std::vector<bf16> copy;
-        copy.resize(32 * k);
-        for (std::size_t g = begin; g < end; ++g) {
-            bf16* group = w + g * 32 * k;
-            std::copy(group, group + 32 * k, copy.data());
-            avx512vnni::pack_bf16_panels(copy.data(), k, 32, reinterpret_cast<std::uint16_t*>(group));
-        }
+    arrange_groups(pool, w, n, k, [k](const bf16* rows, bf16* group) {
+        avx512vnni::pack_bf16_panels(rows, k, arranged_rows, reinterpret_cast<std::uint16_t*>(group));
     });
     return {true};
 #else

@@ -346,7 +346,7 @@ struct BytePanels {
 };
 
 // C rows [0, T) x columns [0, cols) (cols <= 32; row stride ldc) = a tile of activations times
-// two weight panels (BytePanels, or Q4_0 arranged as q4_0_panels.hpp lays it out). Per block:
+// two weight panels (BytePanels, or Q4_0 arranged as arranged_weights.hpp lays it out). Per block:
 // int32 sums started at the rows' offsets, 8 vpdpbusd per row and panel, then scaled (w's 16
 // scales times the row's) into float accumulators. Integer sums are exact, so a row's result
 // is the same bits whatever the panels' source and whatever else is in the tile.

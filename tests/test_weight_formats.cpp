@@ -262,8 +262,8 @@ TEST_CASE("A row's product has the same bits whatever other rows share the produ
 #endif
 }
 
-// The CPU's second Q8_0 layout for batched steps (Cpu::pack_weights, Linear::prepare_batches):
-// W packed once, then the packed GEMM's own tiles, so every product of 2 or more rows has the
+// The CPU's second Q8_0 layout, for the tied head in batched steps (Cpu::pack_weights,
+// Embedding::prepare_batches; the next test): W packed once, then the packed GEMM's own tiles, so every product of 2 or more rows has the
 // bits that GEMM gives with W packed per call, and a row the same bits whatever shares it.
 TEST_CASE("Q8_0 products over weights packed in advance have the packed GEMM's bits", "[formats][gemm]") {
 #if TESSERA_HAS_AVX512_KERNELS
@@ -302,8 +302,8 @@ TEST_CASE("Q8_0 products over weights packed in advance have the packed GEMM's b
             if (m > 2) CHECK(last == last_alone);
         }
     }
-    // Q4_0 has no second copy (its packed bytes would be twice its stored ones): it is arranged
-    // in place instead (the next test).
+    // Q4_0 has no second copy (its packed bytes would be twice its stored ones), and a Linear's
+    // Q8_0 and Q4_0 weights are arranged in place instead (below).
     STATIC_REQUIRE(!HasPackedWeights<Cpu, Q4_0>);
     STATIC_REQUIRE(HasPackedWeights<Cpu, Q8_0>);
 #else
@@ -347,7 +347,7 @@ TEST_CASE("The Q8_0 head's products over its packed copy have the packed GEMM's 
     }
 }
 
-// Q4_0 and bf16 arranged in place once loaded (Cpu::arrange_weights, cpu/arranged_weights.hpp):
+// Q8_0, Q4_0 and bf16 arranged in place once loaded (Cpu::arrange_weights, cpu/arranged_weights.hpp):
 // products of any number of rows, one included, must have the bits of the packed GEMM over W
 // as stored (which packs W per call into the same tiles), match the double-precision
 // reference, and give a row the same bits whatever shares the product. A row count that is
@@ -370,7 +370,7 @@ void check_arranged_products() {
             std::copy(stored.data(), stored.data() + stored.size(), arranged_w.data());
             const auto arranged = cpu.arrange_weights(arranged_w.view());
 #if TESSERA_HAS_AVX512_KERNELS
-            const bool arranges = (std::is_same_v<W, Q4_0> ? cpu::has_avx512_vnni() : cpu::arranges_bf16()) && n % 32 == 0;
+            const bool arranges = (std::is_same_v<W, bf16> ? cpu::arranges_bf16() : cpu::has_avx512_vnni()) && n % 32 == 0;
 #else
             const bool arranges = false;
 #endif
@@ -398,18 +398,18 @@ void check_arranged_products() {
                 if (m == 1) last_alone = last;
                 // As check_products: the reference over the activations rounded as the kernel rounds them.
                 const auto precision = !arranges ? cpu::activation_precision<W>(m)
-                                       : std::is_same_v<W, Q4_0> ? cpu::ActivationPrecision::int8
-                                                                 : cpu::ActivationPrecision::bf16;
+                                       : std::is_same_v<W, bf16> ? cpu::ActivationPrecision::bf16
+                                                                 : cpu::ActivationPrecision::int8;
                 const std::vector<double> ref = reference(std::vector<float>(rows.data(), rows.data() + m * k), dequantized, m, n, k, precision);
                 double worst = 0.0;
                 for (std::size_t i = 0; i < m * n; ++i) worst = std::max(worst, std::abs(c.data()[i] - (ref[i] + bias.data()[i % n])));
                 CHECK(worst < 2e-5);
 #if TESSERA_HAS_AVX512_KERNELS
                 if (arranges) {
-                    if constexpr (std::is_same_v<W, Q4_0>) {
-                        cpu::packed_integer_gemm(cpu.pool(), rows.data(), stored.data(), bias.data(), expected.data(), m, n, k);
-                    } else {
+                    if constexpr (std::is_same_v<W, bf16>) {
                         cpu::packed_bf16_gemm(cpu.pool(), rows.data(), stored.data(), bias.data(), expected.data(), m, n, k);
+                    } else {
+                        cpu::packed_integer_gemm(cpu.pool(), rows.data(), stored.data(), bias.data(), expected.data(), m, n, k);
                     }
                     REQUIRE(std::memcmp(c.data(), expected.data(), m * n * sizeof(float)) == 0);
                     CHECK(last == last_alone);
@@ -425,9 +425,10 @@ void check_arranged_products() {
 }  // namespace
 
 TEST_CASE("Products over weights arranged in place have the packed GEMMs' bits", "[formats][gemm]") {
+    STATIC_REQUIRE(ArrangesWeights<Cpu, Q8_0>);
     STATIC_REQUIRE(ArrangesWeights<Cpu, Q4_0>);
     STATIC_REQUIRE(ArrangesWeights<Cpu, bf16>);
-    STATIC_REQUIRE(!ArrangesWeights<Cpu, Q8_0>);
+    check_arranged_products<Q8_0>();
     check_arranged_products<Q4_0>();
     check_arranged_products<bf16>();
 }

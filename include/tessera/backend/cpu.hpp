@@ -19,7 +19,7 @@
 #include <tessera/backend/cpu/kernel_level.hpp>     // requested_kernel_level
 #include <tessera/backend/cpu/matrix_products.hpp>  // gemm, gemv
 #include <tessera/backend/cpu/normalization.hpp>    // layer_norm
-#include <tessera/backend/cpu/arranged_weights.hpp>  // arrange_weights: Q4_0, bf16
+#include <tessera/backend/cpu/arranged_weights.hpp>  // arrange_weights: Q8_0, Q4_0, bf16
 #include <tessera/backend/cpu/thread_pool.hpp>      // ThreadPool
 #include <tessera/backend/cpu/weight_products.hpp>  // gemm_weights: bf16, Q8_0, Q4_0 weights
 #include <tessera/core/tensor_view.hpp>             // MatrixView, VectorView, Tensor3View
@@ -76,8 +76,9 @@ public:
               MatrixView<float, Cpu> c) {
         cpu::gemm_weights(*pool_, a.data(), w.data(), bias_or_null(bias), c.data(), a.extent(0), w.extent(0), a.extent(1));
     }
-    // Q8_0 weights packed once more for products of several rows (HasPackedWeights; empty
-    // without AVX-512 VNNI): cpu::PackedIntegerWeights says why and what it costs.
+    // A Q8_0 table packed once more for the tied head's products of several rows (a batched
+    // step; HasPackedWeights, used by Embedding; empty without AVX-512 VNNI): the table stays
+    // as stored for gather_rows. cpu::PackedIntegerWeights says what it costs.
     template <class W>
     using PackedWeights = cpu::PackedIntegerWeights;
     cpu::PackedIntegerWeights pack_weights(MatrixView<const Q8_0, Cpu> w) {
@@ -88,23 +89,25 @@ public:
         if (a.extent(0) < 2 || packed.empty()) return gemm(a, w, bias, c);  // one row: gemv over W as stored
         cpu::prepacked_integer_gemm(*pool_, a.data(), packed, bias_or_null(bias), c.data(), a.extent(0), w.extent(0), a.extent(1));
     }
-    // Q4_0 and bf16 weights arranged in place once loaded (ArrangesWeights; where the CPU has
-    // the instructions): cpu/arranged_weights.hpp says how and why.
+    // A Linear's Q8_0, Q4_0 and bf16 weights arranged in place once loaded (ArrangesWeights;
+    // where the CPU has the instructions): cpu/arranged_weights.hpp says how and why.
     template <class W>
     using ArrangedWeights = cpu::Arrangement;
-    cpu::Arrangement arrange_weights(MatrixView<Q4_0, Cpu> w) {
-        return cpu::arrange_q4_0(*pool_, w.data(), w.extent(0), w.extent(1) * WeightFormat<Q4_0>::block);
+    template <class W>
+        requires std::is_same_v<W, Q8_0> || std::is_same_v<W, Q4_0>
+    cpu::Arrangement arrange_weights(MatrixView<W, Cpu> w) {
+        return cpu::arrange_integer(*pool_, w.data(), w.extent(0), w.extent(1) * WeightFormat<W>::block);
     }
     cpu::Arrangement arrange_weights(MatrixView<bf16, Cpu> w) { return cpu::arrange_bf16(*pool_, w.data(), w.extent(0), w.extent(1)); }
     template <class W>
-        requires std::is_same_v<W, Q4_0> || std::is_same_v<W, bf16>
+        requires std::is_same_v<W, Q8_0> || std::is_same_v<W, Q4_0> || std::is_same_v<W, bf16>
     void gemm(MatrixView<const float, Cpu> a, MatrixView<const W, Cpu> w, const cpu::Arrangement& arranged,
               VectorView<const float, Cpu> bias, MatrixView<float, Cpu> c) {
 #if TESSERA_HAS_AVX512_KERNELS
         if (arranged.arranged) {
             const std::size_t m = a.extent(0), n = w.extent(0), k = a.extent(1);
-            if constexpr (std::is_same_v<W, Q4_0>) return cpu::arranged_q4_0_gemm(*pool_, a.data(), w.data(), bias_or_null(bias), c.data(), m, n, k);
-            else return cpu::arranged_bf16_gemm(*pool_, a.data(), w.data(), bias_or_null(bias), c.data(), m, n, k);
+            if constexpr (std::is_same_v<W, bf16>) return cpu::arranged_bf16_gemm(*pool_, a.data(), w.data(), bias_or_null(bias), c.data(), m, n, k);
+            else return cpu::arranged_integer_gemm(*pool_, a.data(), w.data(), bias_or_null(bias), c.data(), m, n, k);
         }
 #endif
         gemm(a, w, bias, c);

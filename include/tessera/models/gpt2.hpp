@@ -219,9 +219,9 @@ public:
 
     // Room for steps over up to `sequences` sequences and `rows` tokens in all (and attention
     // over the whole context), so that such steps allocate nothing. More than one sequence also
-    // lets the backend pack the layers' weights for products of several rows, where it keeps
-    // such a layout (the CPU's Q8_0: a second copy of those weights, 1.1-1.8x faster products
-    // of 2-16 rows).
+    // lets the backend pack the weights for products of several rows, where it keeps such a
+    // layout (the CPU's Q8_0 head: a second copy of the table, 1.1-1.8x faster products of 2-16
+    // rows; the layers' Q8_0 weights are arranged in place when loaded instead).
     void reserve_steps(std::size_t sequences, std::size_t rows) {
         if (sequences == 0 || rows < sequences) throw ArgumentError("GPT2: reserve_steps needs rows >= sequences >= 1");
         [[maybe_unused]] const auto active = tessera::activate(*backend_);

@@ -2,9 +2,9 @@
 // Linear<In, Out, B, W>: y = x · Wᵀ + b with W stored [out, in] (each output's weights
 // contiguous) as float, or as bf16 / Q8_0 / Q4_0 (W; core/weight_formats.hpp), then [out, in /
 // block] of those, quantized when loaded. In and Out are compile-time sizes or `dyn`; the
-// constructor takes the run-time sizes. prepare_batches() lets a backend keep a second layout
-// of the weights for products of several rows (HasPackedWeights: the CPU's Q8_0); a backend
-// may also arrange them in place once loaded (ArrangesWeights: the CPU's Q4_0 and bf16).
+// constructor takes the run-time sizes. A backend may arrange the weights in place once loaded
+// (ArrangesWeights: the CPU's Q8_0, Q4_0 and bf16) or, when it does not, keep a second layout
+// for products of several rows (HasPackedWeights, after prepare_batches()).
 #include <cstddef>    // std::size_t
 #include <span>       // std::span
 #include <string>     // std::string
@@ -64,9 +64,10 @@ struct Linear {
     }
 
     // Lets the backend pack the weights for products of several rows, where it can (a model
-    // reserved for batched steps); a no-op elsewhere. Call again after loading new weights.
+    // reserved for batched steps); a no-op where it arranged them instead or keeps no second
+    // layout. Call again after loading new weights.
     void prepare_batches(B& backend) {
-        if constexpr (HasPackedWeights<B, W>) {
+        if constexpr (HasPackedWeights<B, W> && !ArrangesWeights<B, W>) {
             packed = backend.pack_weights(MatrixView<const W, B>(weight.data(), DynExtents<2>(weight.extent(0), weight.extent(1))));
         }
     }

@@ -1,22 +1,24 @@
 #pragma once
 // Weights arranged in place, once after loading, so that products of any number of rows, one
 // row (decode) included, run the packed GEMMs' tiles over them as they lie: the same bytes in
-// another order, the same size, no second copy. Q4_0 where the CPU has AVX-512 VNNI; bf16
-// where it has AVX-512 BF16 but no AMX (whose tiles read bf16 rows as stored).
+// another order, the same size, no second copy. Q8_0 and Q4_0 where the CPU has AVX-512 VNNI;
+// bf16 where it has AVX-512 BF16 but no AMX (whose tiles read bf16 rows as stored).
 //
 // Why: as stored, a product of several rows must first pack W into the order the tiles
 // multiply 16 weight rows per instruction in, and packing per call cost about three times the
 // arithmetic at 16 rows (a 16-token Q4_0 prompt: 0.99x llama.cpp's speed), while the few-row
-// tiles that read W as stored multiply one row per vector.
+// tiles that read W as stored multiply one row per vector. Q8_0 used to keep a second, packed
+// copy for batched steps instead (96 MB for GPT-2 124M); arranged, it needs none.
 //
-// Q4_0: a byte holds weights e and e + 16 of its block (its low and high nibble), so a 64-byte
-// vector of the bytes qs[4j .. 4j + 4) of 16 rows is, after one AND and one shift, the two
-// vpdpbusd operands of the packed integer GEMM's groups j and j + 4. Per group of 32 rows (n
-// must be a multiple of 32, as every GPT-2 layer's is; otherwise nothing is arranged), per
-// block b of K / 32: 576 bytes at group + b * 576:
-//   [rows 0-15: vectors j = 0..3, 64 bytes each, lane r = row r's qs[4j .. 4j + 4)]
-//   [rows 16-31: the same]  [rows 0-15: 16 f16 scales]  [rows 16-31: 16 f16 scales]
-// 32 blocks of 18 bytes, as before, and one stream through memory per group.
+// Q8_0 and Q4_0, per group of 32 rows (n must be a multiple of 32, as every GPT-2 layer's is;
+// otherwise nothing is arranged), per block b of K / 32: 32 blocks' bytes at group + b * 32 *
+// sizeof(block), as
+//   [rows 0-15: vectors j, 64 bytes each, lane r = row r's qs[4j .. 4j + 4)]  [rows 16-31: the same]
+//   [rows 0-15: 16 f16 scales]  [rows 16-31: 16 f16 scales]
+// Q8_0: j = 0..7, a vector is the vpdpbusd operand of group j once its sign bits are flipped
+// (as the tiles over W as stored flip them: the bytes stay GGUF's). Q4_0: j = 0..3; a byte holds
+// weights e and e + 16 of its block (its low and high nibble), so vector j is, after one AND
+// and one shift, the operands of groups j and j + 4. One stream through memory per group.
 //
 // bf16: per group of 32 rows, per pair of columns, the two 16-row halves' [row][2 bf16]
 // vectors: what pack_bf16_panels makes per call and bf16_tile reads (k must be even).
@@ -24,16 +26,23 @@
 #include <cstddef>    // std::size_t
 #include <cstdint>    // std::uint8_t
 #include <cstring>    // std::memcpy
+#include <type_traits>  // std::is_same_v
 #include <vector>     // std::vector
 
 #include <tessera/backend/cpu/thread_pool.hpp>      // ThreadPool
 #include <tessera/backend/cpu/weight_products.hpp>  // packed_tile, pack_activations, packed_panels_gemm
-#include <tessera/core/dtype.hpp>                   // Q4_0
+#include <tessera/core/dtype.hpp>                   // Q8_0, Q4_0
 
 namespace tessera::cpu {
 
-inline constexpr std::size_t arranged_rows = 32;  // rows per group, both formats
-inline constexpr std::size_t q4_0_group_block_bytes = arranged_rows * sizeof(Q4_0);  // 576
+inline constexpr std::size_t arranged_rows = 32;  // rows per group, every format
+
+// The arranged integer layout's sizes for blocks W (Q8_0 or Q4_0): a block of the group (its 32
+// rows' blocks b), the quantized bytes of one panel of 16 rows in it (the scales follow both).
+template <class W>
+inline constexpr std::size_t group_block_bytes = arranged_rows * sizeof(W);  // Q8_0 1088, Q4_0 576
+template <class W>
+inline constexpr std::size_t panel_quant_bytes = 16 * sizeof(W::qs);  // Q8_0 512, Q4_0 256
 
 // What a Linear keeps to say its weights were arranged (Cpu::arrange_weights): false where the
 // CPU lacks the instructions or the shape does not fit, when the products read W as stored.
@@ -42,15 +51,17 @@ struct Arrangement {
     bool empty() const noexcept { return !arranged; }
 };
 
-// Group g's 32 rows x `blocks` blocks (contiguous as stored) rearranged into `out`.
-inline void arrange_q4_0_group(const Q4_0* rows, std::size_t blocks, std::uint8_t* out) noexcept {
+// A group's 32 rows x `blocks` blocks (contiguous as stored) rearranged into `out`.
+template <class W>
+void arrange_integer_group(const W* rows, std::size_t blocks, std::uint8_t* out) noexcept {
+    constexpr std::size_t vectors = sizeof(W::qs) / 4, panel_bytes = panel_quant_bytes<W>;
     for (std::size_t b = 0; b < blocks; ++b) {
-        std::uint8_t* dst = out + b * q4_0_group_block_bytes;
+        std::uint8_t* dst = out + b * group_block_bytes<W>;
         for (std::size_t r = 0; r < arranged_rows; ++r) {
-            const Q4_0& block = rows[r * blocks + b];
+            const W& block = rows[r * blocks + b];
             const std::size_t panel = r / 16, lane = r % 16;
-            for (std::size_t j = 0; j < 4; ++j) std::memcpy(dst + panel * 256 + j * 64 + lane * 4, block.qs + 4 * j, 4);
-            std::memcpy(dst + 512 + panel * 32 + lane * 2, &block.d.bits, 2);
+            for (std::size_t j = 0; j < vectors; ++j) std::memcpy(dst + panel * panel_bytes + j * 64 + lane * 4, block.qs + 4 * j, 4);
+            std::memcpy(dst + 2 * panel_bytes + panel * 32 + lane * 2, &block.d.bits, 2);
         }
     }
 }
@@ -72,13 +83,15 @@ void arrange_groups(ThreadPool& pool, T* w, std::size_t n, std::size_t row_eleme
     });
 }
 
-// Arranges Q4_0 W(n, k) in place (k a multiple of 32) where the CPU has AVX-512 VNNI.
-inline Arrangement arrange_q4_0(ThreadPool& pool, Q4_0* w, std::size_t n, std::size_t k) {
+// Arranges Q8_0 or Q4_0 W(n, k) in place (k a multiple of 32) where the CPU has AVX-512 VNNI.
+template <class W>
+    requires std::is_same_v<W, Q8_0> || std::is_same_v<W, Q4_0>
+Arrangement arrange_integer(ThreadPool& pool, W* w, std::size_t n, std::size_t k) {
 #if TESSERA_HAS_AVX512_KERNELS
     if (!has_avx512_vnni() || n % arranged_rows != 0 || k % 32 != 0 || n == 0 || k == 0) return {};
     const std::size_t blocks = k / 32;
-    arrange_groups(pool, w, n, blocks, [blocks](const Q4_0* rows, Q4_0* group) {
-        arrange_q4_0_group(rows, blocks, reinterpret_cast<std::uint8_t*>(group));
+    arrange_groups(pool, w, n, blocks, [blocks](const W* rows, W* group) {
+        arrange_integer_group(rows, blocks, reinterpret_cast<std::uint8_t*>(group));
     });
     return {true};
 #else
@@ -123,15 +136,22 @@ inline Arrangement arrange_bf16(ThreadPool& pool, bf16* w, std::size_t n, std::s
 namespace tessera::cpu::avx512vnni {
 
 // One arranged group of 32 rows as packed_tile reads it (the two panels of 16 are its halves).
-struct Q4_0Panels {
+template <class W>
+struct ArrangedPanels {
     const std::uint8_t* group;
     GroupPair groups(std::size_t b, std::size_t panel, std::size_t j) const noexcept {
-        const __m512i v = _mm512_loadu_si512(group + b * q4_0_group_block_bytes + panel * 256 + j * 64);
-        const __m512i low_nibbles = _mm512_set1_epi8(15);
-        return {_mm512_and_si512(v, low_nibbles), _mm512_and_si512(_mm512_srli_epi16(v, 4), low_nibbles)};
+        const std::uint8_t* v = group + b * group_block_bytes<W> + panel * panel_quant_bytes<W> + j * 64;
+        if constexpr (std::is_same_v<W, Q8_0>) {
+            const __m512i sign = _mm512_set1_epi8(static_cast<char>(0x80));
+            return {_mm512_xor_si512(_mm512_loadu_si512(v), sign), _mm512_xor_si512(_mm512_loadu_si512(v + 4 * 64), sign)};
+        } else {
+            const __m512i both = _mm512_loadu_si512(v), low_nibbles = _mm512_set1_epi8(15);
+            return {_mm512_and_si512(both, low_nibbles), _mm512_and_si512(_mm512_srli_epi16(both, 4), low_nibbles)};
+        }
     }
     __m512 scales(std::size_t b, std::size_t panel) const noexcept {
-        return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(group + b * q4_0_group_block_bytes + 512 + panel * 32)));
+        const std::uint8_t* s = group + b * group_block_bytes<W> + 2 * panel_quant_bytes<W> + panel * 32;
+        return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s)));
     }
 };
 
@@ -145,17 +165,18 @@ struct Q4_0Panels {
 
 namespace tessera::cpu {
 
-// C(m, n) = A(m, k) · W(n, k)ᵀ + bias for Q4_0 weights arranged by arrange_q4_0, any m >= 1:
-// the packed integer GEMM's activations and tiles, the weights read as they lie. A row's result
-// is the same bits for every m (one row is a tile of one), so a sequence decodes alike alone
-// and in a batch.
-inline void arranged_q4_0_gemm(ThreadPool& pool, const float* a, const Q4_0* w, const float* bias, float* c, std::size_t m,
-                               std::size_t n, std::size_t k) {
+// C(m, n) = A(m, k) · W(n, k)ᵀ + bias for Q8_0 or Q4_0 weights arranged by arrange_integer,
+// any m >= 1: the packed integer GEMM's activations and tiles, the weights read as they lie. A
+// row's result is the same bits for every m (one row is a tile of one), so a sequence decodes
+// alike alone and in a batch.
+template <class W>
+void arranged_integer_gemm(ThreadPool& pool, const float* a, const W* w, const float* bias, float* c, std::size_t m,
+                           std::size_t n, std::size_t k) {
     const std::size_t blocks = k / 32;
     const auto* bytes = reinterpret_cast<const std::uint8_t*>(w);
-    auto& packed = pack_activations<Q4_0>(pool, a, m, k);
+    auto& packed = pack_activations<W>(pool, a, m, k);
     packed_panels_gemm(pool, packed, [&](std::size_t col, std::size_t) {
-        return avx512vnni::Q4_0Panels{bytes + col * blocks * sizeof(Q4_0)};
+        return avx512vnni::ArrangedPanels<W>{bytes + col * blocks * sizeof(W)};
     }, bias, c, m, n, k);
 }
 

@@ -697,12 +697,12 @@ void packed_integer_gemm(ThreadPool& pool, const float* a, const W* w, const flo
     }, bias, c, m, n, k);
 }
 
-// Q8_0 weights also kept packed as packed_integer_gemm packs them per call, for products of
-// several rows (a model reserved for batched steps): over W packed in advance the GEMM is
-// 1.1x (2 rows) to 1.8x (8 rows) faster than the few-row tiles over W as stored (cold weights;
-// bench/RESULTS.md), at the cost of a second copy of the weights (36 bytes per 32 instead of
-// 34). Empty where the CPU lacks AVX-512 VNNI. Q4_0 is not packed: its packed bytes (one per
-// weight) would be twice what it stores, and few-row products are memory-bound.
+// A Q8_0 table also kept packed as packed_integer_gemm packs it per call, for the tied head's
+// products of several rows (a model reserved for batched steps), whose table must stay as
+// stored for gather_rows (a Linear's weights are arranged in place instead: arranged_weights.hpp):
+// over W packed in advance the GEMM is 1.1x (2 rows) to 1.8x (8 rows) faster than the few-row
+// tiles over W as stored (cold weights; bench/RESULTS.md), at the cost of a second copy (36
+// bytes per 32 instead of 34). Empty where the CPU lacks AVX-512 VNNI.
 struct PackedIntegerWeights {
     AlignedBuffer<std::uint8_t> q;  // per panel of 32 rows: 32 x k bytes
     AlignedBuffer<float> d;         // per panel: 32 x k / 32 scales

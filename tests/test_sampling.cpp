@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <random>
 #include <vector>
 
@@ -223,6 +224,68 @@ TEST_CASE("TopP's selection equals the sorted definition", "[sampling]") {
         for (std::size_t i = 0; i < v; ++i) differ += want[i] != (got[i] != removed_logit);
         INFO("round " << round << ", V " << v << ", p " << p);
         REQUIRE(differ == 0);
+    }
+}
+
+// The scans skip blocks of 64 tokens in which nothing can matter (sampling/weights.hpp,
+// visit_above), and the nucleus of a few survivors is found by sorting them: on vocabularies of
+// many blocks, with ties, and with only a few tokens left (as after a top-k), each must give
+// what its definition gives.
+TEST_CASE("Sparse logits: TopK, TopP and the draw equal their definitions", "[sampling]") {
+    std::mt19937 gen(11);
+    for (int round = 0; round < 300; ++round) {
+        const std::size_t v = 1 + gen() % 5000;
+        std::vector<float> l(v);
+        for (float& x : l) x = static_cast<float>(static_cast<int>(gen() % 40)) * 0.25f;  // ties
+        const std::size_t live = round % 2 == 0 ? 1 + gen() % 60 : v;  // a few survivors, or all
+        if (live < v) {
+            std::vector<float> sparse(v, removed_logit);
+            for (std::size_t j = 0; j < live; ++j) sparse[gen() % v] = l[gen() % v];
+            l = sparse;
+        }
+        if (std::all_of(l.begin(), l.end(), [](float x) { return x == removed_logit; })) l[gen() % v] = 0;
+        INFO("round " << round << ", V " << v);
+
+        // TopK: every logit >= the k-th largest stays.
+        const std::size_t k = 1 + gen() % 50;
+        std::vector<float> sorted = l;
+        std::sort(sorted.begin(), sorted.end(), std::greater<float>());
+        const float kth = sorted[std::min(k, v) - 1];
+        std::vector<float> top = l;
+        TopK(static_cast<long>(k)).apply(top, no_history);
+        for (std::size_t i = 0; i < v; ++i) REQUIRE(top[i] == (k >= v || l[i] >= kth ? l[i] : removed_logit));
+
+        // TopP: the shortest prefix by probability (lower id first among equals) reaching p.
+        const double p = std::uniform_real_distribution<double>(0.05, 0.999)(gen);
+        const auto prob = probs(l);
+        std::vector<std::size_t> order(v);
+        for (std::size_t i = 0; i < v; ++i) order[i] = i;
+        std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return prob[a] != prob[b] ? prob[a] > prob[b] : a < b; });
+        double cumulative = 0;
+        std::size_t keep = 0;
+        while (keep < v && cumulative < p * (1 - 1e-6)) cumulative += prob[order[keep++]];
+        std::vector<bool> want(v, false);
+        for (std::size_t i = 0; i < std::max<std::size_t>(keep, 1); ++i) want[order[i]] = true;
+        std::vector<float> nucleus = l;
+        TopP(p).apply(nucleus, no_history);
+        std::size_t differ = 0;
+        for (std::size_t i = 0; i < v; ++i) differ += want[i] != (nucleus[i] != removed_logit);
+        REQUIRE(differ == 0);
+
+        // The draw: the token where the running sum of the weights, in id order, passes u * total.
+        Rng rng(static_cast<std::uint64_t>(round)), same = rng;
+        std::vector<float> w;
+        const double total = exp_weights(l, w);
+        const double target = same.uniform() * total;
+        double sum = 0;
+        std::size_t expected = 0;
+        for (std::size_t i = 0; i < v; ++i) {
+            if (w[i] == 0) continue;
+            sum += w[i];
+            expected = i;
+            if (target < sum) break;
+        }
+        REQUIRE(static_cast<std::size_t>(Multinomial{}(l, rng)) == expected);
     }
 }
 

@@ -3,6 +3,9 @@
 // FrequencyPenalty, NoRepeatNgram, LogitBias. Each validates its parameters on construction
 // (ArgumentError naming the parameter) and is a LogitProcessor.
 #include <algorithm>      // std::push_heap, std::max_element, std::clamp, std::count, std::find
+#include <array>          // std::array
+#include <bit>            // std::bit_cast
+#include <cstdint>        // std::uint32_t
 #include <functional>     // std::greater
 #include <cmath>          // std::exp, std::isfinite
 #include <cstddef>        // std::size_t
@@ -14,7 +17,7 @@
 
 #include <tessera/core/error.hpp>              // ArgumentError
 #include <tessera/sampling/logit_processor.hpp>  // removed_logit, TokenId
-#include <tessera/sampling/weights.hpp>          // exp_weights, keep_top_mass
+#include <tessera/sampling/weights.hpp>          // exp_weights, keep_top_mass, max_of, visit_above
 
 namespace tessera {
 
@@ -55,12 +58,18 @@ public:
     ArgmaxEffect argmax_effect() const noexcept { return t_ == 0 ? ArgmaxEffect::decides : ArgmaxEffect::keeps; }
     void apply(std::span<float> logits, std::span<const TokenId>) const {
         if (t_ == 1) return;
-        const auto acc = detail::reduce_lanes(logits.data(), logits.size(), 0.0f, [](float a, float l) {
-            const float m = l == removed_logit ? 0.0f : std::fabs(l);
-            return m > a ? m : a;
-        });
-        float largest = 0;
-        for (const float a : acc) largest = std::max(largest, a);
+        // The largest |logit| of the tokens left: |x|'s bits order like |x| (as max_of's keys).
+        std::array<std::uint32_t, detail::lanes> acc{};
+        const float* l = logits.data();
+        std::size_t i = 0;
+        const auto magnitude = [](float x) {
+            const auto b = std::bit_cast<std::uint32_t>(x);
+            return b == std::bit_cast<std::uint32_t>(removed_logit) ? 0u : b & 0x7fffffffu;
+        };
+        for (; i + detail::lanes <= logits.size(); i += detail::lanes)
+            for (std::size_t j = 0; j < detail::lanes; ++j) acc[j] = std::max(acc[j], magnitude(l[i + j]));
+        for (; i < logits.size(); ++i) acc[0] = std::max(acc[0], magnitude(l[i]));
+        const float largest = std::bit_cast<float>(*std::max_element(acc.begin(), acc.end()));
         if (t_ == 0 || !std::isfinite(largest / t_)) {
             const auto best = std::max_element(logits.begin(), logits.end());
             for (auto it = logits.begin(); it != logits.end(); ++it)
@@ -76,7 +85,7 @@ private:
 
 // Keeps the k largest logits; every token tied with the k-th largest value is kept too (so
 // the result never depends on the order of equal logits). k = 0 keeps everything. One pass with
-// a k-entry min-heap: most logits lose one comparison against the heap's smallest.
+// a k-entry min-heap: most logits lose one comparison against the heap's smallest, 64 at once.
 class TopK {
 public:
     explicit TopK(long k) : k_(k) { detail::require(k >= 0, "top_k must be >= 0, got " + std::to_string(k)); }
@@ -87,16 +96,16 @@ public:
         heap_.clear();
         heap_.reserve(k);
         const auto greater = std::greater<float>{};
-        for (const float l : logits) {
-            if (heap_.size() < k) {
-                heap_.push_back(l);
-                std::push_heap(heap_.begin(), heap_.end(), greater);
-            } else if (l > heap_.front()) {
+        for (std::size_t i = 0; i < k; ++i) heap_.push_back(logits[i]);
+        std::make_heap(heap_.begin(), heap_.end(), greater);
+        detail::visit_above(logits.data() + k, logits.size() - k, [&] { return heap_.front(); }, [&](std::size_t i) {
+            const float l = logits[k + i];
+            if (l > heap_.front()) {
                 std::pop_heap(heap_.begin(), heap_.end(), greater);
                 heap_.back() = l;
                 std::push_heap(heap_.begin(), heap_.end(), greater);
             }
-        }
+        });
         const float kth = heap_.front();
         for (float& l : logits)
             if (l < kth) l = removed_logit;

@@ -1,20 +1,21 @@
 #pragma once
 // The last stage of a sampler: pick one token from the processed logits.
 #include <algorithm>  // std::max_element
-#include <vector>     // std::vector
 #include <cstddef>    // std::size_t
+#include <optional>   // std::optional
 #include <span>       // std::span
+#include <vector>     // std::vector
 
 #include <tessera/core/error.hpp>                // ArgumentError
 #include <tessera/sampling/logit_processor.hpp>  // TokenId
 #include <tessera/sampling/rng.hpp>              // Rng
-#include <tessera/sampling/weights.hpp>          // exp_weights
+#include <tessera/sampling/weights.hpp>          // exp_weights, max_of, visit_above
 
 namespace tessera {
 
 namespace detail {
 inline void require_candidates(std::span<const float> logits) {
-    if (logits.empty() || *std::max_element(logits.begin(), logits.end()) == removed_logit) {
+    if (logits.empty() || max_of(logits) == removed_logit) {
         throw ArgumentError("sampling: every token was filtered out");
     }
 }
@@ -37,13 +38,15 @@ struct Multinomial {
         const double target = rng.uniform() * total;
         double cumulative = 0;
         std::size_t last = 0;
-        for (std::size_t i = 0; i < logits.size(); ++i) {
-            if (weights_[i] == 0) continue;
-            cumulative += weights_[i];
+        std::optional<std::size_t> drawn;
+        const float* w = weights_.data();
+        detail::visit_above(w, logits.size(), [] { return 0.0f; }, [&](std::size_t i) {  // (blocks of zeros add nothing)
+            if (drawn || w[i] == 0) return;
+            cumulative += w[i];
             last = i;
-            if (target < cumulative) return static_cast<TokenId>(i);
-        }
-        return static_cast<TokenId>(last);  // rounding at the very top of the range
+            if (target < cumulative) drawn = i;
+        });
+        return static_cast<TokenId>(drawn ? *drawn : last);  // last: rounding at the very top of the range
     }
 
 private:

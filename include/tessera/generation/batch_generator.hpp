@@ -30,7 +30,8 @@
 #include <tessera/core/error.hpp>                   // ArgumentError
 #include <tessera/generation/completion.hpp>        // Completion, StopReason
 #include <tessera/generation/completion_state.hpp>  // CompletionState, GenerationOptions
-#include <tessera/models/language_model.hpp>        // BatchingLanguageModel
+#include <tessera/core/task_ref.hpp>                // TaskRef
+#include <tessera/models/language_model.hpp>        // BatchingLanguageModel, RunsHostTasks
 #include <tessera/models/sequence.hpp>              // SequenceState, SequenceTokens
 #include <tessera/sampling/sampler.hpp>             // DefaultSampler
 #include <tessera/text/bpe_tokenizer.hpp>           // BpeTokenizer
@@ -65,6 +66,8 @@ public:
         batch_.reserve(options.sequences);
         finished_.reserve(options.sequences);
         stepped_.reserve(options.sequences);
+        chosen_.reserve(options.sequences);
+        due_.reserve(options.sequences);
     }
 
     // Queues a completion of `prompt` (token ids); its text arrives through on_text in pieces
@@ -133,13 +136,41 @@ public:
         const std::span<const float> logits = model_.step(batch_);
         const double seconds = std::chrono::duration<double>(clock::now() - t0).count();
         const std::size_t v = model_.vocabulary_size();
+        // The tokens are chosen first, on the model's threads where it lends them (each request's
+        // sampler and state are its own; at 16 sequences one thread's sampling was a tenth of
+        // the step), then shown in order on this thread: callbacks never run elsewhere.
+        due_.clear();
+        chosen_.resize(stepped_.size());
         for (std::size_t i = 0; i < stepped_.size(); ++i) {
             Request& r = *stepped_[i];
             r.state.ran(batch_[i].tokens.size(), seconds);
-            if (!r.state.pending().empty()) continue;  // more of its prompt to run
+            chosen_[i] = {};
+            if (r.state.wants_token()) due_.push_back(i);
+        }
+        auto choose = [&](std::size_t j) {
+            const std::size_t i = due_[j];
             try {
-                r.state.accept(logits.subspan(i * v, v), r.on_text);
+                chosen_[i].token = stepped_[i]->state.choose(logits.subspan(i * v, v));
             } catch (const std::exception& e) {  // e.g. NaN logits: this request fails, the others go on
+                chosen_[i].error = e.what();
+                chosen_[i].failed = true;
+            }
+        };
+        if constexpr (RunsHostTasks<Model>) {
+            model_.run_host_tasks(due_.size(), TaskRef(choose));
+        } else {
+            for (std::size_t j = 0; j < due_.size(); ++j) choose(j);
+        }
+        for (std::size_t i = 0; i < stepped_.size(); ++i) {
+            Request& r = *stepped_[i];
+            if (!r.state.pending().empty()) continue;  // more of its prompt to run
+            if (chosen_[i].failed) {
+                r.state.fail(std::move(chosen_[i].error), r.on_text);
+                continue;
+            }
+            try {
+                r.state.accept_chosen(chosen_[i].token, logits.subspan(i * v, v), r.on_text);
+            } catch (const std::exception& e) {
                 r.state.fail(e.what(), r.on_text);
             }
         }
@@ -214,6 +245,13 @@ private:
     Requests waiting_, running_, finished_;
     std::vector<SequenceTokens> batch_;  // this step's sequences and tokens
     std::vector<Request*> stepped_;      // ... and their requests
+    struct Choice {
+        TokenId token = 0;
+        bool failed = false;
+        std::string error;  // the sampler's, when failed
+    };
+    std::vector<Choice> chosen_;     // per stepped request
+    std::vector<std::size_t> due_;   // the stepped requests that choose a token
     RequestId next_id_ = 1;
 };
 

@@ -95,12 +95,25 @@ public:
     // is added to the completion's sampling_seconds.
     template <class OnText>
     void accept(std::span<const float> logits, OnText&& on_text) {
-        using clock = std::chrono::steady_clock;
         if (!expects_token(on_text)) return;
+        take(choose(logits), logits, on_text);
+    }
+    // accept() in two halves, for many completions at once (BatchGenerator): choose() runs
+    // the sampler only, touching nothing but this state and its sampler, so completions may
+    // choose on different threads at once; accept_chosen() then shows the token's text, in
+    // order, on the caller's thread. choose() only where wants_token().
+    bool wants_token() const noexcept { return !finished_ && pending().empty() && c_.tokens.size() != max_new_tokens_; }
+    TokenId choose(std::span<const float> logits) {
+        using clock = std::chrono::steady_clock;
         const auto t0 = clock::now();
         scratch_.assign(logits.begin(), logits.end());
         const TokenId token = sampler_->sample(scratch_, context_);
         c_.sampling_seconds += std::chrono::duration<double>(clock::now() - t0).count();
+        return token;
+    }
+    template <class OnText>
+    void accept_chosen(TokenId token, std::span<const float> logits, OnText&& on_text) {
+        if (!expects_token(on_text)) return;
         take(token, logits, on_text);
     }
     // The same with the token already chosen: the largest logit's, where the sampler

@@ -26,6 +26,7 @@
 
 #include <tessera/backend/backend.hpp>        // RunsGraphs
 #include <tessera/core/error.hpp>             // ArgumentError
+#include <tessera/core/task_ref.hpp>          // TaskRef
 #include <tessera/core/tensor.hpp>            // Tensor
 #include <tessera/core/token_id.hpp>          // TokenId
 #include <tessera/core/weight_formats.hpp>    // WeightType, WeightFormat
@@ -238,6 +239,18 @@ public:
         if (slices_.capacity() < sequences) slices_.reserve(sequences);
         if constexpr (ReservesAttentionScratch<B>) backend_->reserve_attention(rows, shape_.n_ctx);
         if (sequences > 1 && !batches_prepared_) prepare_batches();
+    }
+
+    // task(i) for every i in [0, n): on the backend's thread pool where it has one (the CPU's;
+    // between steps its threads are idle), otherwise in order on this thread. Tasks must not throw.
+    void run_host_tasks(std::size_t n, TaskRef task) {
+        if constexpr (requires { backend_->pool().parallel_for(n, 1, [](std::size_t, std::size_t) {}); }) {
+            backend_->pool().parallel_for(n, 1, [&](std::size_t begin, std::size_t end) {
+                for (std::size_t i = begin; i < end; ++i) task(i);
+            });
+        } else {
+            for (std::size_t i = 0; i < n; ++i) task(i);
+        }
     }
 
     // reserve_steps does this for more than one sequence; explicit, it packs now.

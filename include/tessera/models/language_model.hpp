@@ -14,6 +14,7 @@
 #include <utility>   // std::move
 #include <vector>    // std::vector
 
+#include <tessera/core/task_ref.hpp>  // TaskRef
 #include <tessera/core/token_id.hpp>  // TokenId
 #include <tessera/core/weight_formats.hpp>  // WeightFormat
 #include <tessera/core/kv_precision.hpp>    // KvPrecision
@@ -39,6 +40,11 @@ concept BatchingLanguageModel = CausalLanguageModel<M> && requires(M& m, std::sp
     { m.step(batch) } -> std::convertible_to<std::span<const float>>;
     m.reserve_steps(n, n);
 };
+
+// ... and lends its host threads: task(i) for every i in [0, n), perhaps at once (the CPU
+// backend's pool); tasks must not throw. BatchGenerator samples its sequences' tokens so.
+template <class M>
+concept RunsHostTasks = requires(M& m, std::size_t n, TaskRef task) { m.run_host_tasks(n, task); };
 
 // ... and greedy decoding without the logits crossing to the host (GPT2::prefill_argmax): the
 // next token when it is the largest logit's, or nothing (then last_logits() has the logits).
@@ -70,6 +76,8 @@ public:
     virtual std::unique_ptr<SequenceState> new_sequence(std::size_t context = 0) const = 0;
     virtual std::span<const float> step(std::span<const SequenceTokens> batch) = 0;
     virtual void reserve_steps(std::size_t sequences, std::size_t rows) = 0;
+    // task(i) for every i in [0, n), on the model's host threads where it has them (RunsHostTasks).
+    virtual void run_host_tasks(std::size_t n, TaskRef task) = 0;
     // The model's shape and backend, e.g. "gpt2 (124M): n_layer 12, ..., vocab_size 50257 on cuda".
     virtual std::string description() const = 0;
     // How its matrices are stored ("f32", "q8_0", ...).
@@ -101,6 +109,13 @@ public:
     std::unique_ptr<SequenceState> new_sequence(std::size_t context) const override { return model_->new_sequence(context); }
     std::span<const float> step(std::span<const SequenceTokens> batch) override { return model_->step(batch); }
     void reserve_steps(std::size_t sequences, std::size_t rows) override { model_->reserve_steps(sequences, rows); }
+    void run_host_tasks(std::size_t n, TaskRef task) override {
+        if constexpr (RunsHostTasks<M>) {
+            model_->run_host_tasks(n, task);
+        } else {
+            for (std::size_t i = 0; i < n; ++i) task(i);
+        }
+    }
     std::string description() const override { return description_; }
     std::string_view weight_format() const override { return WeightFormat<typename M::weight_type>::name; }
     void use_kv_cache(KvPrecision kv) override { model_->use_kv_cache(kv); }

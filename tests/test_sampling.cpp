@@ -25,6 +25,22 @@ std::vector<double> probs(const std::vector<float>& logits) { return detail::sof
 
 const std::vector<TokenId> no_history;
 
+// Top-p by its definition: sort by probability (lower id first among equals), keep the shortest
+// prefix reaching p (with TopP's 1e-6 slack), at least one token. Which tokens stay.
+std::vector<bool> nucleus_by_definition(const std::vector<float>& logits, double p) {
+    const auto prob = probs(logits);
+    const std::size_t v = logits.size();
+    std::vector<std::size_t> order(v);
+    for (std::size_t i = 0; i < v; ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return prob[a] != prob[b] ? prob[a] > prob[b] : a < b; });
+    double cumulative = 0;
+    std::size_t keep = 0;
+    while (keep < v && cumulative < p * (1 - 1e-6)) cumulative += prob[order[keep++]];
+    std::vector<bool> want(v, false);
+    for (std::size_t i = 0; i < std::max<std::size_t>(keep, 1); ++i) want[order[i]] = true;
+    return want;
+}
+
 }  // namespace
 
 TEST_CASE("Rng is xoshiro256** seeded by SplitMix64", "[sampling][rng]") {
@@ -207,17 +223,7 @@ TEST_CASE("TopP's selection equals the sorted definition", "[sampling]") {
             for (std::size_t i = 0; i < v; i += 2) l[i] = removed_logit;  // after a filter
         if (std::all_of(l.begin(), l.end(), [](float x) { return x == removed_logit; })) l[0] = 0;
         const double p = std::uniform_real_distribution<double>(0.05, 0.999)(gen);
-        const auto prob = probs(l);
-        std::vector<std::size_t> order(v);
-        for (std::size_t i = 0; i < v; ++i) order[i] = i;
-        std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-            return prob[a] != prob[b] ? prob[a] > prob[b] : a < b;
-        });
-        double cumulative = 0;
-        std::size_t keep = 0;
-        while (keep < v && cumulative < p * (1 - 1e-6)) cumulative += prob[order[keep++]];
-        std::vector<bool> want(v, false);
-        for (std::size_t i = 0; i < std::max<std::size_t>(keep, 1); ++i) want[order[i]] = true;
+        const std::vector<bool> want = nucleus_by_definition(l, p);
         std::vector<float> got = l;
         TopP(p).apply(got, no_history);
         std::size_t differ = 0;
@@ -257,15 +263,7 @@ TEST_CASE("Sparse logits: TopK, TopP and the draw equal their definitions", "[sa
 
         // TopP: the shortest prefix by probability (lower id first among equals) reaching p.
         const double p = std::uniform_real_distribution<double>(0.05, 0.999)(gen);
-        const auto prob = probs(l);
-        std::vector<std::size_t> order(v);
-        for (std::size_t i = 0; i < v; ++i) order[i] = i;
-        std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return prob[a] != prob[b] ? prob[a] > prob[b] : a < b; });
-        double cumulative = 0;
-        std::size_t keep = 0;
-        while (keep < v && cumulative < p * (1 - 1e-6)) cumulative += prob[order[keep++]];
-        std::vector<bool> want(v, false);
-        for (std::size_t i = 0; i < std::max<std::size_t>(keep, 1); ++i) want[order[i]] = true;
+        const std::vector<bool> want = nucleus_by_definition(l, p);
         std::vector<float> nucleus = l;
         TopP(p).apply(nucleus, no_history);
         std::size_t differ = 0;

@@ -31,7 +31,7 @@
 #include <tessera/generation/completion.hpp>        // Completion, StopReason
 #include <tessera/generation/completion_state.hpp>  // CompletionState, GenerationOptions
 #include <tessera/core/task_ref.hpp>                // TaskRef
-#include <tessera/models/language_model.hpp>        // BatchingLanguageModel, RunsHostTasks
+#include <tessera/models/language_model.hpp>        // BatchingLanguageModel, run_host_tasks
 #include <tessera/models/sequence.hpp>              // SequenceState, SequenceTokens
 #include <tessera/sampling/sampler.hpp>             // DefaultSampler
 #include <tessera/text/bpe_tokenizer.hpp>           // BpeTokenizer
@@ -156,11 +156,7 @@ public:
                 chosen_[i].failed = true;
             }
         };
-        if constexpr (RunsHostTasks<Model>) {
-            model_.run_host_tasks(due_.size(), TaskRef(choose));
-        } else {
-            for (std::size_t j = 0; j < due_.size(); ++j) choose(j);
-        }
+        run_host_tasks(model_, due_.size(), TaskRef(choose));
         for (std::size_t i = 0; i < stepped_.size(); ++i) {
             Request& r = *stepped_[i];
             if (!r.state.pending().empty()) continue;  // more of its prompt to run

@@ -46,6 +46,17 @@ concept BatchingLanguageModel = CausalLanguageModel<M> && requires(M& m, std::sp
 template <class M>
 concept RunsHostTasks = requires(M& m, std::size_t n, TaskRef task) { m.run_host_tasks(n, task); };
 
+// task(i) for every i in [0, n): on the model's host threads where it lends them, otherwise in
+// order on this thread.
+template <class M>
+void run_host_tasks(M& model, std::size_t n, TaskRef task) {
+    if constexpr (RunsHostTasks<M>) {
+        model.run_host_tasks(n, task);
+    } else {
+        for (std::size_t i = 0; i < n; ++i) task(i);
+    }
+}
+
 // ... and greedy decoding without the logits crossing to the host (GPT2::prefill_argmax): the
 // next token when it is the largest logit's, or nothing (then last_logits() has the logits).
 template <class M>
@@ -109,13 +120,7 @@ public:
     std::unique_ptr<SequenceState> new_sequence(std::size_t context) const override { return model_->new_sequence(context); }
     std::span<const float> step(std::span<const SequenceTokens> batch) override { return model_->step(batch); }
     void reserve_steps(std::size_t sequences, std::size_t rows) override { model_->reserve_steps(sequences, rows); }
-    void run_host_tasks(std::size_t n, TaskRef task) override {
-        if constexpr (RunsHostTasks<M>) {
-            model_->run_host_tasks(n, task);
-        } else {
-            for (std::size_t i = 0; i < n; ++i) task(i);
-        }
-    }
+    void run_host_tasks(std::size_t n, TaskRef task) override { tessera::run_host_tasks(*model_, n, task); }
     std::string description() const override { return description_; }
     std::string_view weight_format() const override { return WeightFormat<typename M::weight_type>::name; }
     void use_kv_cache(KvPrecision kv) override { model_->use_kv_cache(kv); }

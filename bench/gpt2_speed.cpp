@@ -156,7 +156,7 @@ int run(int argc, char** argv) {
     // directory of the 124M shape without --weights also runs the static GPT2<GPT2Small, Cpu>.
     std::vector<Measured> models;
     const auto bytes_per_weight = [](tessera::WeightFormatId id) {
-        return tessera::with_weight_type(id, [&]<class W>() { return double(sizeof(W)) / double(tessera::WeightFormat<W>::block); });
+        return tessera::with_stored_type(id, [&]<class W>() { return double(sizeof(W)) / double(tessera::WeightFormat<W>::block); });
     };
     if (kv_caches.empty()) kv_caches.push_back(tessera::KvPrecision::f32);
     const auto add = [&](const auto& open, const std::string& path, const tessera::GPT2Shape& shape) {
@@ -164,7 +164,7 @@ int run(int argc, char** argv) {
             std::unique_ptr<tessera::LanguageModel> model = open();
             model->use_kv_cache(kv);
             const auto id = *tessera::weight_format_named(model->weight_format());
-            const tessera::bench::Gpt2Traffic traffic(shape, bytes_per_weight(id), bytes_per_weight(tessera::head_weight_format(id)),
+            const tessera::bench::Gpt2Traffic traffic(shape, bytes_per_weight(id), bytes_per_weight(tessera::head_weight_format(id, shape.n_embd)),
                                                       kv == tessera::KvPrecision::bf16 ? 2.0 : 4.0);
             models.push_back({std::move(model), path, traffic, std::vector<double>(pps.size()), 0.0, std::vector<double>(batches.size())});
         }

@@ -101,6 +101,7 @@ TEST_CASE("Quantization is GGML's reference algorithm, bit for bit", "[formats]"
     REQUIRE(x.size() == 12 * 256);
     CHECK(stored_bytes<Q8_0>(x) == read_bytes("q8_0.bin"));
     CHECK(stored_bytes<Q4_0>(x) == read_bytes("q4_0.bin"));
+    CHECK(stored_bytes<Q6_K>(x) == read_bytes("q6_k.bin"));
     CHECK(stored_bytes<bf16>(x) == read_bytes("bf16.bin"));
 }
 
@@ -110,12 +111,13 @@ TEST_CASE("Dequantization gives the weights the blocks hold", "[formats]") {
         const std::string bytes = read_bytes(kind + ".bin");
         std::vector<W> stored(bytes.size() / sizeof(W));
         std::memcpy(stored.data(), bytes.data(), bytes.size());
-        std::vector<float> values(stored.size() * 32);
+        std::vector<float> values(stored.size() * WeightFormat<W>::block);
         WeightFormat<W>::dequantize(stored.data(), values.data(), values.size());
         CHECK(values == read_floats(kind + ".dequant.f32"));
     };
     check("q8_0", Q8_0{});
     check("q4_0", Q4_0{});
+    check("q6_k", Q6_K{});
 }
 
 TEST_CASE("Quantization error stays within half a step (Q8_0) or a step (Q4_0) of each block", "[formats]") {
@@ -167,6 +169,12 @@ TEST_CASE("Products with bf16, Q8_0 and Q4_0 weights match double-precision refe
     for (std::size_t m : {cpu::amx_rows_min, cpu::amx_rows_min + 17}) check_products<bf16>(m, 37, 808);
 }
 
+TEST_CASE("Products with Q6_K weights (a Q4_0 model's head) match double-precision references", "[formats][gemm]") {
+    for (std::size_t k : {256, 768, 3072}) check_products<Q6_K>(1, 130, k);
+    // 2 or more rows: the tiles of 4, 3, 2 and 1 activation rows (with VNNI), else W widened to float.
+    for (std::size_t m : {2, 3, 4, 5, 6, 7, 9, 16, 17, 33, 70}) check_products<Q6_K>(m, 37, 768);
+}
+
 namespace {
 
 // A random bias(n) and activations(most, k) for the products over weights packed or arranged
@@ -192,7 +200,7 @@ Operands random_operands(std::mt19937& rng, std::size_t n, std::size_t most, std
 template <class W>
 void check_batch_independence(std::size_t max, std::size_t first_m) {
     Cpu cpu(2);
-    const std::size_t n = 45, k = 800;
+    const std::size_t n = 45, k = WeightFormat<W>::block == 256 ? 768 : 800;
     std::mt19937 rng(11);
     std::normal_distribution<float> normal;
     std::vector<float> w(n * k);
@@ -256,6 +264,8 @@ TEST_CASE("A row's product has the same bits whatever other rows share the produ
         check_batch_independence<Q4_0>(cpu::integer_rows_max, 2);
         check_batch_independence<Q8_0>(40, cpu::integer_rows_max + 1);
         check_batch_independence<Q4_0>(40, cpu::integer_rows_max + 1);
+        // Q6_K: the tiles from two rows on, whatever the count.
+        check_batch_independence<Q6_K>(40, 2);
     }
 #else
     WARN("no AVX-512 kernels in this build: not checked");
@@ -536,11 +546,59 @@ void check_integer_dot_is_exact(std::size_t k) {
 
 }  // namespace
 
+namespace {
+
+// Q6_K with d = 1, every group scale 1 and x's scales 1: the sum of (q - 32) x, an integer.
+// The first super-block pairs the extreme quants (0 and 63: -32 and 31) with ±127.
+void check_q6_k_dot_is_exact(std::size_t k) {
+    std::mt19937 rng(static_cast<unsigned>(k) + 1);
+    std::uniform_int_distribution<int> activation(-127, 127), quant(0, 63);
+    cpu::QuantizedRow x;
+    x.reserve(k);
+    std::vector<int> q(k);
+    for (std::size_t i = 0; i < k; ++i) {
+        const bool extreme = i < 256;
+        q[i] = extreme ? (i % 3 ? 63 : 0) : quant(rng);
+        x.q[i] = static_cast<std::int8_t>(extreme ? (i % 2 ? 127 : -127) : activation(rng));
+    }
+    for (std::size_t b = 0; b < k / 32; ++b) x.d[b] = 1.0f;
+    std::vector<Q6_K> w(k / 256);
+    std::vector<float> ones(k, 1.0f);
+    WeightFormat<Q6_K>::quantize(ones.data(), w.data(), k);  // the layout, then every field set by hand
+    std::int64_t exact = 0;
+    for (std::size_t b = 0; b < k / 256; ++b) {
+        w[b].d = f16(1.0f);
+        for (std::int8_t& s : w[b].scales) s = 1;
+        for (std::size_t half = 0; half < 2; ++half) {
+            for (std::size_t l = 0; l < 32; ++l) {
+                const int* v = q.data() + b * 256 + 128 * half + l;  // weights l, l + 32, l + 64, l + 96
+                w[b].ql[64 * half + l] = static_cast<std::uint8_t>((v[0] & 15) | ((v[64] & 15) << 4));
+                w[b].ql[64 * half + l + 32] = static_cast<std::uint8_t>((v[32] & 15) | ((v[96] & 15) << 4));
+                w[b].qh[32 * half + l] = static_cast<std::uint8_t>((v[0] >> 4) | ((v[32] >> 4) << 2) | ((v[64] >> 4) << 4) | ((v[96] >> 4) << 6));
+            }
+        }
+    }
+    for (std::size_t i = 0; i < k; ++i) exact += (q[i] - 32) * x.q[i];
+    std::vector<float> widened(k);
+    WeightFormat<Q6_K>::dequantize(w.data(), widened.data(), k);
+    for (std::size_t i = 0; i < k; ++i) REQUIRE(widened[i] == static_cast<float>(q[i] - 32));  // the layout as meant
+    x.prepare_for<Q6_K>(k);
+    INFO("q6_k k=" << k);
+    CHECK(cpu::portable::dot(w.data(), nullptr, x, k) == static_cast<float>(exact));
+#if TESSERA_HAS_AVX512_KERNELS
+    if (cpu::supported_kernel_level() >= cpu::KernelLevel::avx2) CHECK(cpu::avx2::dot(w.data(), nullptr, x, k) == static_cast<float>(exact));
+    if (cpu::has_avx512_vnni()) CHECK(cpu::avx512vnni::dot(w.data(), nullptr, x, k) == static_cast<float>(exact));
+#endif
+}
+
+}  // namespace
+
 TEST_CASE("The integer sums of the one-row kernels are exact", "[formats][gemm]") {
     for (std::size_t k : {32, 64, 96, 256, 800, 3072}) {
         check_integer_dot_is_exact<Q8_0>(k);
         check_integer_dot_is_exact<Q4_0>(k);
     }
+    for (std::size_t k : {256, 768, 3072}) check_q6_k_dot_is_exact(k);
 }
 
 #if TESSERA_HAS_AVX512_KERNELS

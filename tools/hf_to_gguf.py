@@ -103,7 +103,8 @@ def main():
         if name.endswith((".c_attn.weight", ".c_proj.weight", ".c_fc.weight")):
             a = a.T  # Conv1D [in, out] -> [out, in]
         matrix = a.ndim == 2 and name != "wpe.weight"
-        # The tied embedding / head of a Q4_0 file stays wider (llama-quantize: Q6_K; here Q8_0).
+        # The tied embedding / head of a Q4_0 file stays wider: Q8_0 here, Q6_K with
+        # --embedding-type q6_k (as llama-quantize and tessera write it where the width allows).
         outtype = "q8_0" if args.outtype == "q4_0" and name in ("wte.weight", "lm_head.weight") else args.outtype
         kind, raw = encode(a, outtype) if matrix else ("F32", np.ascontiguousarray(a).tobytes())
         if name == "wte.weight" and args.embedding_type == "q6_k":

@@ -1,11 +1,12 @@
 #!/usr/bin/python3
-"""GGML's reference quantization (quantize_row_q8_0_ref, quantize_row_q4_0_ref, bf16 rounding)
-in numpy, independent of tessera's C++ (core/weight_formats.hpp), and the test vectors it writes:
+"""GGML's reference quantization (quantize_row_q8_0_ref, quantize_row_q4_0_ref,
+quantize_row_q6_K_ref, bf16 rounding) in numpy, independent of tessera's C++
+(core/weight_formats.hpp), and the test vectors it writes:
 
   /usr/bin/python3 tools/quantize_reference.py tests/data/quantization   (needs python3-numpy)
 
 writes inputs.f32 (rows of 256 float32: normal, outliers, zeros, ties, tiny, large, clamped),
-q8_0.bin, q4_0.bin (GGUF block layout: f16 d, then the quants) and bf16.bin, all little-endian,
+q8_0.bin, q4_0.bin (GGUF block layout: f16 d, then the quants), q6_k.bin and bf16.bin, all little-endian,
 and the weights each holds (dequantized: d widened to float32 times the quant) as *.dequant.f32.
 """
 import pathlib
@@ -61,7 +62,7 @@ def dequantize(blocks, kind):
 
 
 def dequantize_q6_k(blocks):
-    """GGUF's Q6_K (read only: llama-quantize keeps GPT-2's tied embedding in it): super-blocks
+    """GGUF's Q6_K (llama-quantize keeps GPT-2's tied embedding in it in Q4_0 files): super-blocks
     of 256 weights in 210 bytes, ql[128] (low 4 bits), qh[64] (high 2 bits), 16 int8 scales,
     an f16 d; weight = d * scale * (q - 32), in float32 in that order."""
     out = []
@@ -85,21 +86,80 @@ def dequantize_q6_k(blocks):
     return np.concatenate(out)
 
 
+def nearest(v):
+    # GGML's nearest_int of a float32: to the nearest integer, ties to even.
+    return np.rint(v.astype(np.float32)).astype(np.int64)
+
+
+def make_qx_quants_16(groups):
+    """GGML's make_qx_quants(16, 32, x, L, rmse_type=1, NULL) for every row of groups (G, 16):
+    the scale with the least x^2-weighted squared error among 1/iscale for iscale = -(32 +
+    0.1 i) / max, i = 0, -9..9 (max: the first value of largest magnitude), and its quants
+    L = clamp(round(iscale x), -32, 31) + 32. Float32 throughout; the sums run left to right
+    (np.cumsum), each product rounded as C rounds it."""
+    f32 = np.float32
+    groups = groups.astype(f32)
+    rows = np.arange(groups.shape[0])
+    absx = np.abs(groups)
+    first = np.argmax(absx, axis=1)
+    amax, mx = absx[rows, first], groups[rows, first]
+    zero = amax < f32(1e-15)
+    mx = np.where(zero, f32(1), mx).astype(f32)
+    w = (groups * groups).astype(f32)
+
+    def trial(iscale):
+        l = np.clip(nearest((iscale[:, None] * groups).astype(f32)), -32, 31)
+        lf = l.astype(f32)
+        lx = (((w * groups).astype(f32)) * lf).astype(f32)
+        l2 = (((w * lf).astype(f32)) * lf).astype(f32)
+        return l, np.cumsum(lx, axis=1, dtype=f32)[:, -1], np.cumsum(l2, axis=1, dtype=f32)[:, -1]
+
+    l, sumlx, suml2 = trial((f32(-32) / mx).astype(f32))
+    L = l + 32
+    divisor = np.where(suml2 != 0, suml2, f32(1)).astype(f32)
+    scale = np.where(suml2 != 0, (sumlx / divisor).astype(f32), f32(0)).astype(f32)
+    best = (scale * sumlx).astype(f32)
+    for i in range(-9, 10):
+        if i == 0:
+            continue
+        iscale = (-(f32(32) + f32(0.1) * f32(i)) / mx).astype(f32)
+        l, sumlx, suml2 = trial(iscale)
+        better = (suml2 > 0) & ((sumlx * sumlx).astype(f32) > (best * suml2).astype(f32))
+        L = np.where(better[:, None], l + 32, L)
+        divisor = np.where(suml2 != 0, suml2, f32(1)).astype(f32)
+        scale = np.where(better, (sumlx / divisor).astype(f32), scale).astype(f32)
+        best = np.where(better, (scale * sumlx).astype(f32), best).astype(f32)
+    return np.where(zero, f32(0), scale).astype(f32), np.where(zero[:, None], 0, L)
+
+
 def q6_k(x):
-    """A valid Q6_K encoding of x (not ggml's: its scale search is not needed to make test
-    files): per 16 weights a scale s = max|x| / 31.5, the super-block's d = max|s| / 127, the
-    int8 scales round(s / d), quants clamp(round(x / (d * scale)), -32, 31) + 32."""
+    """GGML's quantize_row_q6_K_ref (what llama-quantize writes without an importance matrix):
+    super-blocks of 256 weights in 210 bytes, ql[128] (low 4 bits), qh[64] (high 2 bits), 16
+    int8 scales, an f16 d. Each group of 16 gets make_qx_quants' scale; the 16 scales are
+    quantized against d = f16(max_scale / -128) (max_scale: the first of largest magnitude) as
+    min(127, round(-128 scale / max_scale)); each weight is then rounded against its group's
+    d * scale (a group whose d * scale is 0 keeps make_qx_quants' quants)."""
+    f32 = np.float32
+    blocks = x.reshape(-1, 256).astype(f32)
+    group_scales, group_quants = make_qx_quants_16(blocks.reshape(-1, 16))
+    group_scales = group_scales.reshape(-1, 16)
+    group_quants = group_quants.reshape(-1, 256)
     out = bytearray()
-    for block in x.reshape(-1, 256).astype(np.float32):
-        groups = block.reshape(16, 16)
-        s = np.abs(groups).max(1) / np.float32(31.5)
-        d = np.float32(np.abs(s).max() / 127) if s.max() > 0 else np.float32(0)
-        d16 = np.float16(d)
-        sc = np.clip(np.round(s / np.float32(d16)), -128, 127).astype(np.int8) if d16 != 0 else np.zeros(16, np.int8)
-        step = np.float32(d16) * sc.astype(np.float32)
-        q = np.where(step[:, None] != 0, np.round(groups / np.where(step == 0, 1, step)[:, None]), 0)
-        q = (np.clip(q, -32, 31) + 32).astype(np.int32).reshape(256)
-        ql, qh = np.zeros(128, np.int32), np.zeros(64, np.int32)
+    for i, block in enumerate(blocks):
+        s = group_scales[i]
+        j = int(np.argmax(np.abs(s)))
+        if np.abs(s[j]) < f32(1e-15):
+            out += bytes(210)
+            continue
+        iscale = f32(f32(-128) / s[j])
+        d16 = np.float16(f32(f32(1) / iscale))
+        sc = np.minimum(127, nearest((iscale * s).astype(f32))).astype(np.int8)
+        q = group_quants[i].copy()
+        step = (f32(d16) * sc.astype(f32)).astype(f32)
+        for g in range(16):
+            if step[g] != 0:
+                q[16 * g:16 * g + 16] = np.clip(nearest((block[16 * g:16 * g + 16] / step[g]).astype(f32)), -32, 31) + 32
+        ql, qh = np.zeros(128, np.int64), np.zeros(64, np.int64)
         for half in range(2):
             for l in range(32):
                 v = [q[128 * half + l + 32 * j] for j in range(4)]
@@ -147,6 +207,9 @@ def main():
         blocks = quantize(x)
         (out / f"{kind}.bin").write_bytes(blocks)
         (out / f"{kind}.dequant.f32").write_bytes(dequantize(blocks, kind).astype("<f4").tobytes())
+    blocks = q6_k(x)
+    (out / "q6_k.bin").write_bytes(blocks)
+    (out / "q6_k.dequant.f32").write_bytes(dequantize_q6_k(blocks).astype("<f4").tobytes())
     (out / "bf16.bin").write_bytes(bf16(x))
     print(f"wrote {x.size // ROW} rows of {ROW} weights to {out}")
 

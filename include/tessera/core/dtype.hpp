@@ -100,13 +100,23 @@ struct Q4_0 {
     f16 d;
     std::uint8_t qs[16];
 };
-static_assert(sizeof(Q8_0) == 34 && sizeof(Q4_0) == 18, "GGUF's block sizes");
+// Q6_K super-blocks: 256 weights as 16 groups of 16 with an int8 scale each and one f16 d over
+// them: weight = d * scales[g] * (q - 32), q six bits, its low four in ql, its high two in qh
+// (llama-quantize's format for the tied embedding / head of its Q4_0 files).
+struct Q6_K {
+    std::uint8_t ql[128];
+    std::uint8_t qh[64];
+    std::int8_t scales[16];
+    f16 d;
+};
+static_assert(sizeof(Q8_0) == 34 && sizeof(Q4_0) == 18 && sizeof(Q6_K) == 210, "GGUF's block sizes");
 
 // The element types a Tensor may hold.
 template <class T>
 concept StorageType = std::is_same_v<std::remove_const_t<T>, float> || std::is_same_v<std::remove_const_t<T>, bf16> ||
                       std::is_same_v<std::remove_const_t<T>, f16> || std::is_same_v<std::remove_const_t<T>, std::int32_t> ||
-                      std::is_same_v<std::remove_const_t<T>, Q8_0> || std::is_same_v<std::remove_const_t<T>, Q4_0>;
+                      std::is_same_v<std::remove_const_t<T>, Q8_0> || std::is_same_v<std::remove_const_t<T>, Q4_0> ||
+                      std::is_same_v<std::remove_const_t<T>, Q6_K>;
 
 // Widen any storage type to float (the compute type).
 template <class T>

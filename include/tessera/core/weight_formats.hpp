@@ -1,7 +1,7 @@
 #pragma once
-// The formats weights can be stored in, as types: float, bf16, Q8_0, Q4_0. A model's weight
-// type is a template parameter (GPT2<Config, Cpu, Q8_0>), so each format has its own kernels
-// and no kernel branches on a format at run time.
+// The formats weights can be stored in, as types: float, bf16, Q8_0, Q4_0, and Q6_K for the
+// head of a Q4_0 model. A model's weight type is a template parameter (GPT2<Config, Cpu, Q8_0>),
+// so each format has its own kernels and no kernel branches on a format at run time.
 //
 // WeightFormat<W> says how many weights one W holds and converts rows of floats to W and
 // back. Quantization is GGML's reference algorithm, bit for bit (tools/quantize_reference.py
@@ -11,18 +11,26 @@
 //   Q4_0: m = the x of largest magnitude (the first such), d = m / -8,
 //         q = min(15, trunc(x / d + 8.5)); dequantized as d * (q - 8)
 // with d stored as f16 (round to nearest even) and the quotient taken with the unrounded d.
-#include <cmath>        // std::fabs, std::round
+//   Q6_K: per 16 weights the scale of GGML's make_qx_quants (a search over 19 trial scales
+//         for the least weighted error), the 16 scales quantized to int8 against one f16 d,
+//         then each weight rounded against its group's d * scale.
+#include <algorithm>    // std::clamp, std::min
+#include <cmath>        // std::fabs, std::round, std::nearbyint
 #include <cstddef>      // std::size_t
 #include <cstdint>      // std::int8_t, std::uint8_t
+#include <cstring>      // std::memset
 #include <optional>     // std::optional
 #include <string_view>  // std::string_view
+#include <type_traits>  // std::conditional_t
+#include <utility>      // std::forward
 
-#include <tessera/core/dtype.hpp>  // bf16, f16, Q8_0, Q4_0
+#include <tessera/core/dtype.hpp>  // bf16, f16, Q8_0, Q4_0, Q6_K
 
 namespace tessera {
 
 // A format named at run time (flags, files); WeightFormat<W>::id is its W's.
-enum class WeightFormatId { f32, bf16, q8_0, q4_0 };
+// (q6_k only ever holds a head: no model has its matrices in it.)
+enum class WeightFormatId { f32, bf16, q8_0, q4_0, q6_k };
 
 template <class W>
 struct WeightFormat;
@@ -116,6 +124,130 @@ struct WeightFormat<Q4_0> {
     }
 };
 
+namespace detail {
+// GGML's nearest_int: the product rounded to float first (no fused multiply-add, whatever
+// -ffp-contract says), then to the nearest integer, ties to even.
+inline int nearest_int_of_product(float a, float b) noexcept {
+    volatile float product = a * b;
+    return static_cast<int>(std::nearbyint(product));
+}
+
+// GGML's make_qx_quants(16, 32, x, L, rmse_type 1, no importance weights): the scale of 16
+// weights with the least error weighted by x², and their quants L (0-63) for it.
+inline float q6_k_group_scale(const float* x, std::int8_t* L) noexcept {
+    constexpr int n = 16, nmax = 32;
+    float max = 0.0f, amax = 0.0f;
+    for (int i = 0; i < n; ++i) {
+        if (std::fabs(x[i]) > amax) {
+            amax = std::fabs(x[i]);
+            max = x[i];
+        }
+    }
+    if (amax < 1e-15f) {  // GGML's GROUP_MAX_EPS: all zero
+        std::memset(L, 0, n);
+        return 0.0f;
+    }
+    // Sums over the group of x² · x · l and x² · l², each term rounded to float before it is
+    // added (volatile: as GGML's C, not contracted into a fused multiply-add).
+    const auto sums = [&](float iscale, float& sumlx, float& suml2) {
+        sumlx = suml2 = 0.0f;
+        for (int i = 0; i < n; ++i) {
+            const int l = std::clamp(nearest_int_of_product(iscale, x[i]), -nmax, nmax - 1);
+            const float w = x[i] * x[i];
+            volatile float lx = w * x[i] * static_cast<float>(l), l2 = w * static_cast<float>(l) * static_cast<float>(l);
+            sumlx += lx;
+            suml2 += l2;
+        }
+    };
+    const auto assign = [&](float iscale) {
+        for (int i = 0; i < n; ++i) L[i] = static_cast<std::int8_t>(nmax + std::clamp(nearest_int_of_product(iscale, x[i]), -nmax, nmax - 1));
+    };
+    float sumlx, suml2;
+    sums(-nmax / max, sumlx, suml2);
+    assign(-nmax / max);
+    float scale = suml2 != 0.0f ? sumlx / suml2 : 0.0f;
+    volatile float best = scale * sumlx;
+    for (int is = -9; is <= 9; ++is) {
+        if (is == 0) continue;
+        const float iscale = -(static_cast<float>(nmax) + 0.1f * static_cast<float>(is)) / max;
+        sums(iscale, sumlx, suml2);
+        volatile float lhs = sumlx * sumlx, rhs = best * suml2;
+        if (suml2 > 0.0f && lhs > rhs) {
+            assign(iscale);
+            scale = sumlx / suml2;
+            best = scale * sumlx;
+        }
+    }
+    return scale;
+}
+}  // namespace detail
+
+// Q6_K (256 weights per block) as GGML's quantize_row_q6_K_ref writes it, and read as its
+// dequantize_row_q6_K: weight = d * scale * (q - 32).
+template <>
+struct WeightFormat<Q6_K> {
+    static constexpr std::size_t block = 256;
+    static constexpr std::string_view name = "q6_k";
+    static constexpr WeightFormatId id = WeightFormatId::q6_k;
+    static void quantize(const float* x, Q6_K* y, std::size_t n) noexcept {
+        for (std::size_t b = 0; b < n / block; ++b, x += block) {
+            std::int8_t L[block];
+            float scales[16], max_scale = 0.0f, max_abs_scale = 0.0f;
+            for (std::size_t g = 0; g < 16; ++g) {
+                scales[g] = detail::q6_k_group_scale(x + 16 * g, L + 16 * g);
+                if (std::fabs(scales[g]) > max_abs_scale) {
+                    max_abs_scale = std::fabs(scales[g]);
+                    max_scale = scales[g];
+                }
+            }
+            Q6_K& out = y[b];
+            if (max_abs_scale < 1e-15f) {
+                out = Q6_K{};
+                continue;
+            }
+            const float iscale = -128.0f / max_scale;
+            out.d = f16(1.0f / iscale);
+            for (std::size_t g = 0; g < 16; ++g)
+                out.scales[g] = static_cast<std::int8_t>(std::min(127, detail::nearest_int_of_product(iscale, scales[g])));
+            for (std::size_t g = 0; g < 16; ++g) {
+                const float d = static_cast<float>(out.d) * static_cast<float>(out.scales[g]);
+                if (d == 0.0f) continue;  // (the group keeps make_qx_quants' quants, as GGML's does)
+                for (std::size_t i = 0; i < 16; ++i)
+                    L[16 * g + i] = static_cast<std::int8_t>(32 + std::clamp(static_cast<int>(std::nearbyint(x[16 * g + i] / d)), -32, 31));
+            }
+            // Per half of 128: ql[l] holds weights l (low nibble) and l + 64 (high), ql[l + 32]
+            // weights l + 32 and l + 96; qh[l] the high two bits of l, l + 32, l + 64, l + 96.
+            for (std::size_t half = 0; half < 2; ++half) {
+                const std::int8_t* q = L + 128 * half;
+                std::uint8_t* ql = out.ql + 64 * half;
+                std::uint8_t* qh = out.qh + 32 * half;
+                for (std::size_t l = 0; l < 32; ++l) {
+                    ql[l] = static_cast<std::uint8_t>((q[l] & 15) | ((q[l + 64] & 15) << 4));
+                    ql[l + 32] = static_cast<std::uint8_t>((q[l + 32] & 15) | ((q[l + 96] & 15) << 4));
+                    qh[l] = static_cast<std::uint8_t>((q[l] >> 4) | ((q[l + 32] >> 4) << 2) | ((q[l + 64] >> 4) << 4) | ((q[l + 96] >> 4) << 6));
+                }
+            }
+        }
+    }
+    static void dequantize(const Q6_K* x, float* y, std::size_t n) noexcept {
+        for (std::size_t b = 0; b < n / block; ++b, y += block) {
+            const float d = static_cast<float>(x[b].d);
+            for (std::size_t half = 0; half < 2; ++half) {
+                const std::uint8_t* ql = x[b].ql + 64 * half;
+                const std::uint8_t* qh = x[b].qh + 32 * half;
+                const std::int8_t* sc = x[b].scales + 8 * half;
+                float* out = y + 128 * half;
+                for (std::size_t l = 0; l < 32; ++l) {
+                    const int q[4] = {(ql[l] & 15) | ((qh[l] & 3) << 4), (ql[l + 32] & 15) | (((qh[l] >> 2) & 3) << 4),
+                                      (ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4), (ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)};
+                    for (std::size_t j = 0; j < 4; ++j)
+                        out[l + 32 * j] = d * static_cast<float>(sc[l / 16 + 2 * j]) * static_cast<float>(q[j] - 32);
+                }
+            }
+        }
+    }
+};
+
 // A type weights can be stored as.
 template <class W>
 concept WeightType = requires {
@@ -130,21 +262,33 @@ constexpr std::size_t stored_elements(std::size_t weights) noexcept {
 }
 
 
-// The format of the tied embedding / LM head of a model whose other matrices are W: W itself,
-// except Q4_0, whose head stays Q8_0 (as llama.cpp keeps its Q4_0 files' output in Q6_K).
+// The format of the tied embedding / LM head of a model whose other matrices are W and whose
+// rows hold `width` weights: W itself, except Q4_0, whose head stays wider, as llama.cpp keeps
+// its Q4_0 files' output: Q6_K where the rows are whole super-blocks of 256 (every published
+// GPT-2 but XL's 1600), else Q8_0 (llama-quantize's fallback too).
 // Measured on the trained model (bench/RESULTS.md): a Q4_0 head makes 79% of the Q4_0 model's
 // KL divergence from f32 (0.047 vs 0.010 with a Q8_0 head) and costs 9 points of top-1
-// agreement, for 19 MB less to read per token at the 124M shape.
+// agreement, for 19 MB less to read per token at the 124M shape; Q6_K reads 9 MB less than
+// Q8_0 there (31.7 MB) at a quality bench/RESULTS.md measures on the 124M shape.
 template <class W>
 struct HeadFormat {
-    using type = W;
+    using wide = W;    // rows of whole super-blocks
+    using narrow = W;  // any other width
 };
 template <>
 struct HeadFormat<Q4_0> {
-    using type = Q8_0;
+    using wide = Q6_K;
+    using narrow = Q8_0;
 };
 template <class W>
-using head_weight_t = typename HeadFormat<W>::type;
+constexpr bool wide_head_fits(std::size_t width) noexcept {
+    return width % WeightFormat<typename HeadFormat<W>::wide>::block == 0;
+}
+// For a width known at compile time (Width = std::dynamic_extent: not known, the narrow one;
+// the loader then chooses by the file's width, models/load_gpt2.hpp).
+template <class W, std::size_t Width>
+using head_weight_t = std::conditional_t<Width != static_cast<std::size_t>(-1) && wide_head_fits<W>(Width),
+                                         typename HeadFormat<W>::wide, typename HeadFormat<W>::narrow>;
 
 // "f32", "bf16", "q8_0", "q4_0" (the names of flags and files).
 inline std::optional<WeightFormatId> weight_format_named(std::string_view name) noexcept {
@@ -163,21 +307,31 @@ decltype(auto) with_weight_type(WeightFormatId id, F&& f) {
         case WeightFormatId::bf16: return f.template operator()<bf16>();
         case WeightFormatId::q8_0: return f.template operator()<Q8_0>();
         case WeightFormatId::q4_0: return f.template operator()<Q4_0>();
-        case WeightFormatId::f32: break;
+        case WeightFormatId::f32:
+        case WeightFormatId::q6_k: break;  // (never a model's matrices: no flag or file gives it here)
     }
     return f.template operator()<float>();
 }
 
-// The head's format for matrices in `id` (head_weight_t at run time).
-inline WeightFormatId head_weight_format(WeightFormatId id) noexcept {
+// with_weight_type for a tensor's format, which may be a head's too (Q6_K).
+template <class F>
+decltype(auto) with_stored_type(WeightFormatId id, F&& f) {
+    if (id == WeightFormatId::q6_k) return f.template operator()<Q6_K>();
+    return with_weight_type(id, std::forward<F>(f));
+}
+
+// The head's format for matrices in `id` and rows of `width` weights (head_weight_t at run time).
+inline WeightFormatId head_weight_format(WeightFormatId id, std::size_t width) noexcept {
     WeightFormatId head = id;
-    with_weight_type(id, [&head]<class W>() { head = WeightFormat<head_weight_t<W>>::id; });
+    with_weight_type(id, [&head, width]<class W>() {
+        head = wide_head_fits<W>(width) ? WeightFormat<typename HeadFormat<W>::wide>::id : WeightFormat<typename HeadFormat<W>::narrow>::id;
+    });
     return head;
 }
 
 inline std::string_view weight_format_name(WeightFormatId id) noexcept {
     std::string_view name;  // (a capturing lambda: nvcc rejects a captureless template lambda here)
-    with_weight_type(id, [&name]<class W>() { name = WeightFormat<W>::name; });
+    with_stored_type(id, [&name]<class W>() { name = WeightFormat<W>::name; });
     return name;
 }
 

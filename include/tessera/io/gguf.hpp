@@ -33,8 +33,8 @@
 
 namespace tessera::io {
 
-// The tensor types tessera reads (ggml_type numbers). Q6_K is read as float only: llama-quantize
-// keeps GPT-2's tied embedding in it when it makes a Q4_0 file.
+// The tensor types tessera reads (ggml_type numbers). Q6_K: llama-quantize keeps GPT-2's tied
+// embedding in it when it makes a Q4_0 file, and so do tessera's Q4_0 models (HeadFormat).
 enum class GgmlType : std::uint32_t { f32 = 0, f16 = 1, q4_0 = 2, q8_0 = 8, q6_k = 14, bf16 = 30 };
 
 inline std::optional<GgmlType> ggml_type(std::uint32_t t) noexcept {
@@ -85,27 +85,6 @@ void widen_to_float(const std::byte* src, float* dst, std::size_t n) noexcept {
 }
 }  // namespace detail
 
-// Q6_K super-blocks (256 weights in 210 bytes: ql[128] low 4 bits, qh[64] high 2 bits, 16 int8
-// scales, an f16 d) to float: weight = d * scale * (q - 32), as ggml computes it.
-inline void dequantize_q6_k(const std::byte* src, float* y, std::size_t n) noexcept {
-    for (std::size_t b = 0; b < n / 256; ++b, src += 210) {
-        const auto* ql = reinterpret_cast<const std::uint8_t*>(src);
-        const auto* qh = ql + 128;
-        const auto* sc = reinterpret_cast<const std::int8_t*>(src + 192);
-        std::uint16_t bits;
-        std::memcpy(&bits, src + 208, 2);
-        const float d = static_cast<float>(f16::from_bits(bits));
-        for (std::size_t half = 0; half < 2; ++half, ql += 64, qh += 32, sc += 8, y += 128) {
-            for (std::size_t l = 0; l < 32; ++l) {
-                const std::size_t is = l / 16;
-                const int q[4] = {((ql[l] & 15) | ((qh[l] & 3) << 4)) - 32, ((ql[l + 32] & 15) | (((qh[l] >> 2) & 3) << 4)) - 32,
-                                  ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32, ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32};
-                for (std::size_t j = 0; j < 4; ++j) y[l + 32 * j] = d * static_cast<float>(sc[is + 2 * j]) * static_cast<float>(q[j]);
-            }
-        }
-    }
-}
-
 // n elements of type t (whole blocks) at src (aligned as a float) widened to float.
 inline void ggml_to_float(GgmlType t, const std::byte* src, float* dst, std::size_t n) noexcept {
     switch (t) {
@@ -114,7 +93,7 @@ inline void ggml_to_float(GgmlType t, const std::byte* src, float* dst, std::siz
         case GgmlType::bf16: detail::widen_to_float<bf16>(src, dst, n); break;
         case GgmlType::q8_0: detail::widen_to_float<Q8_0>(src, dst, n); break;
         case GgmlType::q4_0: detail::widen_to_float<Q4_0>(src, dst, n); break;
-        case GgmlType::q6_k: dequantize_q6_k(src, dst, n); break;
+        case GgmlType::q6_k: detail::widen_to_float<Q6_K>(src, dst, n); break;
     }
 }
 

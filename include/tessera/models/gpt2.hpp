@@ -2,7 +2,7 @@
 // GPT2<Config, Backend, W>: the whole model, composed from the nn types, its matrices (the
 // four projections of each block) stored as W: float, bf16, Q8_0 or Q4_0
 // (core/weight_formats.hpp), quantized when loaded; the tied embedding / LM head as HeadW
-// (W, except a Q8_0 head for Q4_0: head_weight_t). Position embeddings, layer norms, biases,
+// (W, except Q6_K or Q8_0 for Q4_0: head_weight_t). Position embeddings, layer norms, biases,
 // activations stay float; the KV cache is float, or bf16 (use_kv_cache).
 //
 //   ids --wte + positions--> x (T, C) --DecoderBlock x L (KV cache appended)--> x
@@ -46,7 +46,7 @@
 namespace tessera {
 
 template <class Config, class B, WeightType W = float,
-          template <std::size_t, std::size_t, class> class Positions = LearnedPositions, WeightType HeadW = head_weight_t<W>>
+          template <std::size_t, std::size_t, class> class Positions = LearnedPositions, WeightType HeadW = head_weight_t<W, Config::n_embd>>
 class GPT2 {
     static_assert(RunsWeightsAs<B, W> && RunsWeightsAs<B, HeadW>,
                   "GPT2: this backend has no kernels for weights stored in this format.");

@@ -5,7 +5,8 @@
 //     prefixed); linear maps are Conv1D, stored [in, out], and transposed here;
 //   - GGUF as llama.cpp's convert_hf_to_gguf.py writes it: names "blk.3.attn_qkv.weight",
 //     linear maps stored [out, in] (ggml's ne = {in, out}), matrices in F32, F16, BF16, Q8_0 or
-//     Q4_0; blocks in the model's format are copied as they are.
+//     Q4_0 (and a Q6_K embedding, as llama-quantize writes Q4_0 files); blocks in the format a
+//     layer keeps are copied as they are.
 // The layers name tensors the Hugging Face way; GgufGpt2Checkpoint translates.
 #include <cmath>        // std::isfinite
 #include <cstddef>      // std::size_t, std::byte
@@ -102,8 +103,8 @@ inline std::optional<WeightFormatId> weight_format_of(io::GgmlType t) noexcept {
         case io::GgmlType::bf16: return WeightFormatId::bf16;
         case io::GgmlType::q8_0: return WeightFormatId::q8_0;
         case io::GgmlType::q4_0: return WeightFormatId::q4_0;
-        case io::GgmlType::f16:  // no f16 weight format: widened to float
-        case io::GgmlType::q6_k: break;  // read as float only
+        case io::GgmlType::q6_k: return WeightFormatId::q6_k;
+        case io::GgmlType::f16: break;  // no f16 weight format: widened to float
     }
     return std::nullopt;
 }

@@ -12,6 +12,7 @@
 #include <memory>      // std::unique_ptr
 #include <optional>    // std::optional
 #include <string>      // std::string
+#include <type_traits> // std::is_same_v
 #include <utility>     // std::move
 
 #include <tessera/core/error.hpp>              // FormatError
@@ -115,7 +116,8 @@ public:
             hyper_ = gguf_gpt2_hyperparameters(*gguf_);
             checkpoint_ = std::make_unique<GgufGpt2Checkpoint>(*gguf_);
             const auto format = weight_format_of(gguf_->tensor("blk.0.attn_qkv.weight").type);
-            stored_ = format.value_or(WeightFormatId::f32);  // F16: widened to float
+            // F16 and Q6_K matrices: widened to float (Q6_K only ever holds a head here).
+            stored_ = format && *format != WeightFormatId::q6_k ? *format : WeightFormatId::f32;
             check_weight_count(path.string() + "'s metadata", gguf_->path(), [&] {
                 double held = 0;
                 for (const io::GgufTensorInfo& t : gguf_->tensors()) held += static_cast<double>(t.elements());
@@ -160,7 +162,9 @@ private:
 
 namespace detail {
 // Builds GPT2<Config, B, W> for the first of Static... whose shape is the files', else
-// GPT2<GPT2Dynamic, B, W>; loads the weights and hands it over: take(std::unique_ptr<GPT2<...>>).
+// GPT2<GPT2Dynamic, B, W> with the head format for the files' width (HeadFormat: Q4_0's Q6_K
+// head needs rows of whole super-blocks); loads the weights and hands it over:
+// take(std::unique_ptr<GPT2<...>>).
 template <class W, class... Static, class B, class Take>
 void build_gpt2(B& backend, const Gpt2Files& files, Take&& take) {
     static_assert((Static::is_static && ...), "load_gpt2<Configs...>: name fully static configs such as GPT2Small.");
@@ -176,6 +180,11 @@ void build_gpt2(B& backend, const Gpt2Files& files, Take&& take) {
     };
     (try_static.template operator()<Static>(), ...);
     static_cast<void>(try_static);  // unused when no static shape is named
+    using Wide = typename HeadFormat<W>::wide;
+    if constexpr (!std::is_same_v<Wide, head_weight_t<W, dyn>> && RunsWeightsAs<B, Wide>) {
+        if (!done && wide_head_fits<W>(h.shape.n_embd))
+            load(std::make_unique<GPT2<GPT2Dynamic, B, W, LearnedPositions, Wide>>(backend, h.shape));
+    }
     if (!done) load(std::make_unique<GPT2<GPT2Dynamic, B, W>>(backend, h.shape));
 }
 }  // namespace detail

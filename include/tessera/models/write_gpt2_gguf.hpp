@@ -4,8 +4,8 @@
 // llama-quantize write it: architecture "gpt2" with its gpt2.* hyperparameters, the tokenizer
 // as tokenizer.ggml.*, the matrices (token_embd, the four projections of each block, and
 // output when the head is untied) in the format asked for, position_embd, the norms and the
-// biases in F32 (the embedding / head as the model keeps it: Q8_0 in a Q4_0 file, as
-// llama-quantize keeps it wider, in Q6_K). Blocks already stored in that format are copied as
+// biases in F32 (the embedding / head as the model keeps it: in a Q4_0 file Q6_K, as
+// llama-quantize keeps it, or Q8_0 where the width is not whole super-blocks of 256). Blocks already stored in that format are copied as
 // they are; the rest is quantized with GGML's reference algorithm (the same bytes llama.cpp's
 // tools write).
 #include <cstddef>   // std::byte, std::size_t
@@ -54,6 +54,7 @@ inline io::GgmlType ggml_type_of(WeightFormatId format) noexcept {
         case WeightFormatId::bf16: return io::GgmlType::bf16;
         case WeightFormatId::q8_0: return io::GgmlType::q8_0;
         case WeightFormatId::q4_0: return io::GgmlType::q4_0;
+        case WeightFormatId::q6_k: return io::GgmlType::q6_k;
         case WeightFormatId::f32: break;
     }
     return io::GgmlType::f32;
@@ -65,6 +66,7 @@ inline std::uint32_t llama_file_type(WeightFormatId format) noexcept {
         case WeightFormatId::bf16: return 32;
         case WeightFormatId::q8_0: return 7;
         case WeightFormatId::q4_0: return 2;
+        case WeightFormatId::q6_k: return 18;
         case WeightFormatId::f32: break;
     }
     return 0;
@@ -75,11 +77,11 @@ inline void write_gpt2_gguf(const Gpt2Files& files, const BpeTokenizer& tokenize
     const Gpt2Hyperparameters& h = files.hyperparameters();
     const auto stored_as = [&](const TensorRequest& r) {
         if (r.role == TensorRequest::Role::linear) return format;
-        if (r.name == "wte.weight" || r.name == "lm_head.weight") return head_weight_format(format);
+        if (r.name == "wte.weight" || r.name == "lm_head.weight") return head_weight_format(format, r.cols);
         return WeightFormatId::f32;
     };
     for (const TensorRequest& r : gpt2_tensors(h)) {  // before anything is written
-        with_weight_type(stored_as(r), [&]<class W>() { whole_blocks<W>(r.cols, r.name.c_str()); });
+        with_stored_type(stored_as(r), [&]<class W>() { whole_blocks<W>(r.cols, r.name.c_str()); });
     }
     tokenizer.check_vocab_size(h.shape.vocab_size);
     io::GgufWriter w;
@@ -115,7 +117,7 @@ inline void write_gpt2_gguf(const Gpt2Files& files, const BpeTokenizer& tokenize
         const WeightFormatId as = stored_as(r);
         std::vector<std::uint64_t> ne{r.cols};
         if (r.role != TensorRequest::Role::vector) ne.push_back(r.rows);
-        with_weight_type(as, [&]<class W>() {
+        with_stored_type(as, [&]<class W>() {
             w.add_tensor(gguf_gpt2_tensor_name(r.name), ggml_type_of(as), ne, [&source, r] {
                 std::vector<std::byte> bytes(r.rows * stored_elements<W>(r.cols) * sizeof(W));  // new: aligned for W
                 read_rows_as<W>(source, r, 0, r.rows, reinterpret_cast<W*>(bytes.data()));

@@ -1,5 +1,5 @@
 #pragma once
-// An activation row quantized for the integer products with Q8_0 / Q4_0 weights, and the
+// An activation row quantized for the integer products with Q8_0 / Q4_0 / Q6_K weights, and the
 // portable products of one stored row with it (the reference every vector kernel must equal in
 // its integer sums).
 #include <algorithm>    // std::max
@@ -9,7 +9,7 @@
 #include <type_traits>  // std::is_same_v
 #include <vector>       // std::vector
 
-#include <tessera/core/dtype.hpp>  // bf16, Q8_0, Q4_0
+#include <tessera/core/dtype.hpp>  // bf16, Q8_0, Q4_0, Q6_K
 
 namespace tessera::cpu {
 
@@ -27,6 +27,9 @@ struct QuantizedRow {
     // For Q4_0's AVX2 kernel: per block, -8 times the sum of its q times its scale (the offset
     // of Q4_0's weights, whose nibbles are the unsigned operand).
     std::vector<float> minus_8_sum;
+    // For Q6_K's vector kernels, whose six-bit quants 0-63 are the unsigned operand: -32 times
+    // each group of four of q.
+    std::vector<std::int32_t> minus_32x;
 
     void reserve(std::size_t k) {
         if (q.size() < k) q.resize(k);
@@ -35,6 +38,7 @@ struct QuantizedRow {
         if (minus_8x.size() < k / 4) minus_8x.resize(k / 4);
         if (minus_128x.size() < k / 4) minus_128x.resize(k / 4);
         if (minus_8_sum.size() < k / 32) minus_8_sum.resize(k / 32);
+        if (minus_32x.size() < k / 4) minus_32x.resize(k / 4);
     }
 
     // x(k), k a multiple of 32: each block scaled so that its largest magnitude becomes 127,
@@ -67,7 +71,9 @@ struct QuantizedRow {
     // What the AVX2 kernels of W's format read besides q and d (Q8_0's: nothing).
     template <class W>
     void prepare_for_avx2(std::size_t k) {
-        if constexpr (std::is_same_v<W, Q4_0>) {
+        if constexpr (std::is_same_v<W, Q6_K>) {
+            prepare_for<W>(k);
+        } else if constexpr (std::is_same_v<W, Q4_0>) {
             for (std::size_t b = 0; b < k / 32; ++b) {
                 int sum = 0;
                 for (std::size_t j = 0; j < 32; ++j) sum += q[b * 32 + j];
@@ -75,11 +81,13 @@ struct QuantizedRow {
             }
         }
     }
-    // What the few-row tiles of W's format read besides q and d.
+    // What the few-row tiles of W's format (and Q6_K's one-row kernel) read besides q and d.
     template <class W>
     void prepare_for(std::size_t k) {
         if constexpr (std::is_same_v<W, Q4_0>) {
             pair_for_nibbles(k);
+        } else if constexpr (std::is_same_v<W, Q6_K>) {
+            for (std::size_t i = 0; i < k / 4; ++i) minus_32x[i] = -32 * (q[4 * i] + q[4 * i + 1] + q[4 * i + 2] + q[4 * i + 3]);
         } else {
             for (std::size_t i = 0; i < k / 4; ++i) minus_128x[i] = -128 * (q[4 * i] + q[4 * i + 1] + q[4 * i + 2] + q[4 * i + 3]);
         }

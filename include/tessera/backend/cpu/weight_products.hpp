@@ -34,6 +34,7 @@
 #include <tessera/backend/cpu/products_amx.hpp>            // amx::block
 #include <tessera/backend/cpu/quantized_row.hpp>           // QuantizedRow, portable::dot
 #include <tessera/backend/cpu/products_avx2.hpp>           // avx2::dot, avx2::integer_columns
+#include <tessera/backend/cpu/products_q6_k.hpp>           // Q6_K's dots and avx512vnni::integer_columns
 #include <tessera/backend/cpu/thread_pool.hpp>             // ThreadPool
 #include <tessera/core/weight_formats.hpp>                 // WeightFormat, Q8_0, Q4_0
 
@@ -483,6 +484,7 @@ template <class W>
         if (level == KernelLevel::avx512) {
             avx512vnni::quantize_row(xq, x, k);
             if constexpr (std::is_same_v<W, Q4_0>) xq.pair_for_nibbles(k);
+            if constexpr (std::is_same_v<W, Q6_K>) xq.prepare_for<W>(k);
         } else {
             xq.assign(x, k);
             if (level == KernelLevel::avx2) xq.template prepare_for_avx2<W>(k);
@@ -573,6 +575,11 @@ ActivationPrecision activation_precision(std::size_t m) noexcept {
     if constexpr (std::is_same_v<W, Q8_0> || std::is_same_v<W, Q4_0>) {
 #if TESSERA_HAS_AVX512_KERNELS
         if (has_avx512_vnni() || (m <= avx2_integer_rows_max<W> && has_avx2())) return ActivationPrecision::int8;
+#endif
+        return m == 1 ? ActivationPrecision::int8 : ActivationPrecision::f32;
+    } else if constexpr (std::is_same_v<W, Q6_K>) {
+#if TESSERA_HAS_AVX512_KERNELS
+        if (has_avx512_vnni()) return ActivationPrecision::int8;
 #endif
         return m == 1 ? ActivationPrecision::int8 : ActivationPrecision::f32;
     } else if constexpr (std::is_same_v<W, bf16>) {
@@ -856,7 +863,10 @@ template <class W>
         if (m > bf16_few_rows_max && has_avx512_bf16()) return packed_bf16_gemm(pool, a, w, bias, c, m, n, k);
         if (m > 1 && few_rows_product(pool, a, w, bias, c, m, n, k)) return;
     }
-    if constexpr (!std::is_same_v<W, bf16>) {
+    if constexpr (std::is_same_v<W, Q6_K>) {
+        if (m > 1 && has_avx512_vnni()) return few_rows_integer(pool, a, w, bias, c, m, n, k);  // (any m: no packed Q6_K GEMM)
+    }
+    if constexpr (std::is_same_v<W, Q8_0> || std::is_same_v<W, Q4_0>) {
         if (m > 1 && has_avx512_vnni()) {
             return m <= integer_rows_max ? few_rows_integer(pool, a, w, bias, c, m, n, k)
                                          : packed_integer_gemm(pool, a, w, bias, c, m, n, k);

@@ -81,13 +81,19 @@ public:
     // as stored for gather_rows. cpu::PackedIntegerWeights says what it costs.
     template <class W>
     using PackedWeights = cpu::PackedIntegerWeights;
+    // (And a Q4_0 model's Q6_K head, the same way.)
     cpu::PackedIntegerWeights pack_weights(MatrixView<const Q8_0, Cpu> w) {
         return cpu::pack_integer_weights(*pool_, w.data(), w.extent(0), w.extent(1) * WeightFormat<Q8_0>::block);
     }
-    void gemm(MatrixView<const float, Cpu> a, MatrixView<const Q8_0, Cpu> w, const cpu::PackedIntegerWeights& packed,
+    cpu::PackedIntegerWeights pack_weights(MatrixView<const Q6_K, Cpu> w) {
+        return cpu::pack_integer_weights(*pool_, w.data(), w.extent(0), w.extent(1) * WeightFormat<Q6_K>::block);
+    }
+    template <class W>
+        requires std::is_same_v<W, Q8_0> || std::is_same_v<W, Q6_K>
+    void gemm(MatrixView<const float, Cpu> a, MatrixView<const W, Cpu> w, const cpu::PackedIntegerWeights& packed,
               VectorView<const float, Cpu> bias, MatrixView<float, Cpu> c) {
         if (a.extent(0) < 2 || packed.empty()) return gemm(a, w, bias, c);  // one row: gemv over W as stored
-        cpu::prepacked_integer_gemm(*pool_, a.data(), packed, bias_or_null(bias), c.data(), a.extent(0), w.extent(0), a.extent(1));
+        cpu::prepacked_integer_gemm<W>(*pool_, a.data(), packed, bias_or_null(bias), c.data(), a.extent(0), w.extent(0), a.extent(1));
     }
     // A Linear's Q8_0, Q4_0 and bf16 weights arranged in place once loaded (ArrangesWeights;
     // where the CPU has the instructions): cpu/arranged_weights.hpp says how and why.

@@ -229,21 +229,28 @@ struct WeightFormat<Q6_K> {
             }
         }
     }
+    // A super-block's 256 six-bit quants (0-63) in order. Per half of 128: ql[l] holds weights
+    // l (low nibble) and l + 64 (high), ql[l + 32] weights l + 32 and l + 96; qh[l] the high two
+    // bits of l, l + 32, l + 64, l + 96.
+    static void quants(const Q6_K& x, std::uint8_t* q) noexcept {
+        for (std::size_t half = 0; half < 2; ++half, q += 128) {
+            const std::uint8_t* ql = x.ql + 64 * half;
+            const std::uint8_t* qh = x.qh + 32 * half;
+            for (std::size_t l = 0; l < 32; ++l) {
+                q[l] = static_cast<std::uint8_t>((ql[l] & 15) | ((qh[l] & 3) << 4));
+                q[l + 32] = static_cast<std::uint8_t>((ql[l + 32] & 15) | (((qh[l] >> 2) & 3) << 4));
+                q[l + 64] = static_cast<std::uint8_t>((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4));
+                q[l + 96] = static_cast<std::uint8_t>((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4));
+            }
+        }
+    }
     static void dequantize(const Q6_K* x, float* y, std::size_t n) noexcept {
         for (std::size_t b = 0; b < n / block; ++b, y += block) {
             const float d = static_cast<float>(x[b].d);
-            for (std::size_t half = 0; half < 2; ++half) {
-                const std::uint8_t* ql = x[b].ql + 64 * half;
-                const std::uint8_t* qh = x[b].qh + 32 * half;
-                const std::int8_t* sc = x[b].scales + 8 * half;
-                float* out = y + 128 * half;
-                for (std::size_t l = 0; l < 32; ++l) {
-                    const int q[4] = {(ql[l] & 15) | ((qh[l] & 3) << 4), (ql[l + 32] & 15) | (((qh[l] >> 2) & 3) << 4),
-                                      (ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4), (ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)};
-                    for (std::size_t j = 0; j < 4; ++j)
-                        out[l + 32 * j] = d * static_cast<float>(sc[l / 16 + 2 * j]) * static_cast<float>(q[j] - 32);
-                }
-            }
+            std::uint8_t q[block];
+            quants(x[b], q);
+            for (std::size_t i = 0; i < block; ++i)
+                y[i] = d * static_cast<float>(x[b].scales[i / 16]) * static_cast<float>(static_cast<int>(q[i]) - 32);
         }
     }
 };

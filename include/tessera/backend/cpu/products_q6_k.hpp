@@ -7,14 +7,16 @@
 // group's scale and x's block scale.
 //
 // One row (decoding) on every level: AVX-512 VNNI (`vpdpbusd`, 64 weights per instruction),
-// AVX2 (`vpmaddubsw` + `vpmaddwd`), portable. Several rows with VNNI: the same tile over up to
-// four activation rows, each super-block unpacked once for all of them.
+// AVX2 (`vpmaddubsw` + `vpmaddwd`), portable. Several rows with VNNI: the same kernel over up
+// to eight activation rows, each super-block unpacked once for all of them.
 #include <cstddef>  // std::size_t
 #include <cstdint>  // std::int32_t
+#include <utility>  // std::index_sequence
 
 #include <tessera/backend/cpu/kernel_level.hpp>    // TESSERA_HAS_X86_KERNELS
 #include <tessera/backend/cpu/quantized_row.hpp>  // QuantizedRow
 #include <tessera/core/dtype.hpp>                 // Q6_K
+#include <tessera/core/weight_formats.hpp>        // WeightFormat<Q6_K>::quants
 
 namespace tessera::cpu {
 
@@ -23,22 +25,13 @@ namespace portable {
 inline float dot(const Q6_K* w, const float*, const QuantizedRow& x, std::size_t k) noexcept {
     float s = 0.0f;
     for (std::size_t b = 0; b < k / 256; ++b) {
-        const Q6_K& block = w[b];
-        const float d = static_cast<float>(block.d);
-        for (std::size_t half = 0; half < 2; ++half) {
-            const std::uint8_t* ql = block.ql + 64 * half;
-            const std::uint8_t* qh = block.qh + 32 * half;
-            const std::int8_t* xq = x.q.data() + b * 256 + 128 * half;
-            int sums[8] = {};  // the half's 8 groups of 16
-            for (std::size_t l = 0; l < 32; ++l) {
-                const int q[4] = {(ql[l] & 15) | ((qh[l] & 3) << 4), (ql[l + 32] & 15) | (((qh[l] >> 2) & 3) << 4),
-                                  (ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4), (ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)};
-                for (std::size_t j = 0; j < 4; ++j) sums[l / 16 + 2 * j] += (q[j] - 32) * xq[l + 32 * j];
-            }
-            for (std::size_t g = 0; g < 8; ++g) {
-                const std::size_t group = 8 * half + g;
-                s += static_cast<float>(sums[g]) * (d * static_cast<float>(block.scales[group]) * x.d[b * 8 + group / 2]);
-            }
+        std::uint8_t q[256];
+        WeightFormat<Q6_K>::quants(w[b], q);
+        const float d = static_cast<float>(w[b].d);
+        for (std::size_t group = 0; group < 16; ++group) {
+            int sum = 0;
+            for (std::size_t i = 16 * group; i < 16 * group + 16; ++i) sum += (static_cast<int>(q[i]) - 32) * x.q[b * 256 + i];
+            s += static_cast<float>(sum) * (d * static_cast<float>(w[b].scales[group]) * x.d[b * 8 + group / 2]);
         }
     }
     return s;
@@ -136,58 +129,94 @@ inline void unpack(const Q6_K& w, __m512i u[4]) noexcept {
     }
 }
 
-// One Q6_K row times T quantized activation rows: out[t * stride] = W row · x[t]. Per
-// super-block: the quants unpacked once; per row, the 16 groups' scales (d times the group's
-// times x's block scale) in 16 lanes; per vector of 64 weights, vpdpbusd from -32 times x's
-// sums, and its 16 lanes (4 per group) scaled into two accumulators. Each row is summed alone
-// in a fixed order, so its result has the same bits in a tile of any T.
-template <std::size_t T>
-inline void q6_k_rows(const Q6_K* w, const QuantizedRow* x, std::size_t k, float* out, std::size_t stride) noexcept {
-    __m512 acc[T][2];
-    for (std::size_t t = 0; t < T; ++t) acc[t][0] = acc[t][1] = _mm512_setzero_ps();
-    const __m512i group_of_lane = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);  // x's block of each group
+// The unpacked quants regrouped so that 32-bit lane i of vector q holds quants 4q..4q+3 of
+// group i (weights 16i + 4q..): a 4 x 4 transpose of (group, quarter), in eight two-source
+// permutes. Then vpdpbusd over the four vectors sums each group's 16 products in its own lane,
+// and one multiply by the 16 groups' scales finishes the super-block.
+inline void by_group(const __m512i u[4], __m512i v[4]) noexcept {
+    // Stage 1: for chunks (c, c + 1) and quarters (q, q + 1), lane 8 dq + 4 dc + j takes lane
+    // 4j + q + dq of chunk c + dc (j: the group within the chunk).
+    const __m512i quarters01 = _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 1, 5, 9, 13, 17, 21, 25, 29);
+    const __m512i quarters23 = _mm512_setr_epi32(2, 6, 10, 14, 18, 22, 26, 30, 3, 7, 11, 15, 19, 23, 27, 31);
+    const __m512i a01_01 = _mm512_permutex2var_epi32(u[0], quarters01, u[1]), a01_23 = _mm512_permutex2var_epi32(u[0], quarters23, u[1]);
+    const __m512i a23_01 = _mm512_permutex2var_epi32(u[2], quarters01, u[3]), a23_23 = _mm512_permutex2var_epi32(u[2], quarters23, u[3]);
+    // Stage 2: quarter q's lanes of chunks 0-1 then 2-3.
+    const __m512i first = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23);
+    const __m512i second = _mm512_setr_epi32(8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
+    v[0] = _mm512_permutex2var_epi32(a01_01, first, a23_01);
+    v[1] = _mm512_permutex2var_epi32(a01_01, second, a23_01);
+    v[2] = _mm512_permutex2var_epi32(a01_23, first, a23_23);
+    v[3] = _mm512_permutex2var_epi32(a01_23, second, a23_23);
+}
+
+// R Q6_K rows (`stored` super-blocks apart) times T quantized activation rows
+// (QuantizedRow::prepare_for<Q6_K>): out[t * stride + r] = W row r · x[t]. Per super-block:
+// each weight row's quants unpacked and regrouped once for all T rows, its groups' scales
+// times d; per (weight row, activation row), four vpdpbusd from -32 times the activation
+// groups' sums give the 16 groups' integer sums, scaled (d, the group's scale, x's block
+// scale) into one accumulator. A row's result is the same bits for any R and T (decoding's
+// one row included); R = 2 shares each activation load between two weight rows.
+template <std::size_t R, std::size_t T>
+inline void q6_k_tile(const Q6_K* w, std::size_t stored, const QuantizedRow* x, std::size_t k, float* out, std::size_t stride) noexcept {
+    __m512 acc[R][T];
+    for (std::size_t r = 0; r < R; ++r)
+        for (std::size_t t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
+    const __m512i block_of_group = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);  // x's block of 32
     for (std::size_t b = 0; b < k / 256; ++b) {
-        __m512i u[4];
-        unpack(w[b], u);
-        const __m512 group_scales = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w[b].scales)))),
-                                                  _mm512_set1_ps(_cvtsh_ss(w[b].d.bits)));
+        __m512i v[R][4];
+        __m512 group_scales[R];
+        for (std::size_t r = 0; r < R; ++r) {
+            const Q6_K& block = w[r * stored + b];
+            __m512i u[4];
+            unpack(block, u);
+            by_group(u, v[r]);
+            group_scales[r] = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(block.scales)))),
+                                            _mm512_set1_ps(_cvtsh_ss(block.d.bits)));
+        }
         for (std::size_t t = 0; t < T; ++t) {
-            const __m512 scales = _mm512_mul_ps(group_scales, _mm512_permutexvar_ps(group_of_lane, _mm512_castps256_ps512(_mm256_loadu_ps(x[t].d.data() + b * 8))));
-            const std::int8_t* xq = x[t].q.data() + b * 256;
-            const std::int32_t* offset = x[t].minus_32x.data() + b * 64;
-            for (int c = 0; c < 4; ++c) {
-                const __m512i sums = _mm512_dpbusd_epi32(_mm512_loadu_si512(offset + 16 * c), u[c], _mm512_loadu_si512(xq + 64 * c));
-                // lane i holds weights 4i..4i+3 of the vector: group 4c + i / 4
-                const __m512i lane_group = _mm512_add_epi32(_mm512_srli_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), 2),
-                                                            _mm512_set1_epi32(4 * c));
-                acc[t][c % 2] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), _mm512_permutexvar_ps(lane_group, scales), acc[t][c % 2]);
+            const std::int8_t* xq = x[t].q_by_group.data() + b * 256;
+            const __m512i offset = _mm512_loadu_si512(x[t].minus_32_group.data() + b * 16);
+            const __m512 dx = _mm512_permutexvar_ps(block_of_group, _mm512_castps256_ps512(_mm256_loadu_ps(x[t].d.data() + b * 8)));
+            __m512i sums[R];
+            for (std::size_t r = 0; r < R; ++r) sums[r] = offset;
+            for (int q = 0; q < 4; ++q) {
+                const __m512i xv = _mm512_loadu_si512(xq + 64 * q);
+                for (std::size_t r = 0; r < R; ++r) sums[r] = _mm512_dpbusd_epi32(sums[r], v[r][q], xv);
             }
+            for (std::size_t r = 0; r < R; ++r)
+                acc[r][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[r]), _mm512_mul_ps(group_scales[r], dx), acc[r][t]);
         }
     }
-    for (std::size_t t = 0; t < T; ++t) out[t * stride] = _mm512_reduce_add_ps(_mm512_add_ps(acc[t][0], acc[t][1]));
+    for (std::size_t r = 0; r < R; ++r)
+        for (std::size_t t = 0; t < T; ++t) out[t * stride + r] = _mm512_reduce_add_ps(acc[r][t]);
 }
 
 inline float dot(const Q6_K* w, const float*, const QuantizedRow& x, std::size_t k) noexcept {
     float s;
-    q6_k_rows<1>(w, &x, k, &s, 1);
+    q6_k_tile<1, 1>(w, k / 256, &x, k, &s, 1);
     return s;
 }
 
-// Rows [n_begin, n_end) of W times m quantized activation rows: C(m, ldc), those columns; four
-// activation rows per tile, then the rest.
+// Weight rows [begin, begin + R) times m quantized activation rows: `tile` activation rows at
+// a time, then the rest.
+template <std::size_t R, std::size_t Tile>
+inline void q6_k_tiles(const Q6_K* w, std::size_t stored, const QuantizedRow* x, std::size_t m, std::size_t k, float* c,
+                       std::size_t ldc) noexcept {
+    std::size_t t = 0;
+    for (; t + Tile <= m; t += Tile) q6_k_tile<R, Tile>(w, stored, x + t, k, c + t * ldc, ldc);
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+        (void)((m - t == I + 1 ? (q6_k_tile<R, I + 1>(w, stored, x + t, k, c + t * ldc, ldc), true) : false) || ...);
+    }(std::make_index_sequence<Tile - 1>{});
+}
+
+// Rows [n_begin, n_end) of W times m quantized activation rows: C(m, ldc), those columns; two
+// weight rows and four activation rows per tile.
 inline void integer_columns(const QuantizedRow* x, const Q6_K* w, float* c, std::size_t m, std::size_t k, std::size_t ldc,
-                         std::size_t n_begin, std::size_t n_end) noexcept {
+                            std::size_t n_begin, std::size_t n_end) noexcept {
     const std::size_t stored = k / 256;
-    for (std::size_t r = n_begin; r < n_end; ++r) {
-        std::size_t t = 0;
-        for (; t + 4 <= m; t += 4) q6_k_rows<4>(w + r * stored, x + t, k, c + t * ldc + r, ldc);
-        switch (m - t) {
-            case 3: q6_k_rows<3>(w + r * stored, x + t, k, c + t * ldc + r, ldc); break;
-            case 2: q6_k_rows<2>(w + r * stored, x + t, k, c + t * ldc + r, ldc); break;
-            case 1: q6_k_rows<1>(w + r * stored, x + t, k, c + t * ldc + r, ldc); break;
-            default: break;
-        }
-    }
+    std::size_t r = n_begin;
+    for (; r + 2 <= n_end; r += 2) q6_k_tiles<2, 4>(w + r * stored, stored, x, m, k, c + r, ldc);
+    if (r < n_end) q6_k_tiles<1, 4>(w + r * stored, stored, x, m, k, c + r, ldc);
 }
 
 }  // namespace tessera::cpu::avx512vnni

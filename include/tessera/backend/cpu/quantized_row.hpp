@@ -27,9 +27,13 @@ struct QuantizedRow {
     // For Q4_0's AVX2 kernel: per block, -8 times the sum of its q times its scale (the offset
     // of Q4_0's weights, whose nibbles are the unsigned operand).
     std::vector<float> minus_8_sum;
-    // For Q6_K's vector kernels, whose six-bit quants 0-63 are the unsigned operand: -32 times
-    // each group of four of q.
+    // For Q6_K's kernels, whose six-bit quants 0-63 are the unsigned operand. AVX2: -32 times
+    // each group of four of q. AVX-512 VNNI: per super-block of 256, q as four vectors whose
+    // 32-bit lane i holds the first, second, third, fourth four values of group i (16 values),
+    // and -32 times each group's sum.
     std::vector<std::int32_t> minus_32x;
+    std::vector<std::int8_t> q_by_group;
+    std::vector<std::int32_t> minus_32_group;
 
     void reserve(std::size_t k) {
         if (q.size() < k) q.resize(k);
@@ -39,6 +43,8 @@ struct QuantizedRow {
         if (minus_128x.size() < k / 4) minus_128x.resize(k / 4);
         if (minus_8_sum.size() < k / 32) minus_8_sum.resize(k / 32);
         if (minus_32x.size() < k / 4) minus_32x.resize(k / 4);
+        if (q_by_group.size() < k) q_by_group.resize(k);
+        if (minus_32_group.size() < k / 16) minus_32_group.resize(k / 16);
     }
 
     // x(k), k a multiple of 32: each block scaled so that its largest magnitude becomes 127,
@@ -72,7 +78,7 @@ struct QuantizedRow {
     template <class W>
     void prepare_for_avx2(std::size_t k) {
         if constexpr (std::is_same_v<W, Q6_K>) {
-            prepare_for<W>(k);
+            for (std::size_t i = 0; i < k / 4; ++i) minus_32x[i] = -32 * (q[4 * i] + q[4 * i + 1] + q[4 * i + 2] + q[4 * i + 3]);
         } else if constexpr (std::is_same_v<W, Q4_0>) {
             for (std::size_t b = 0; b < k / 32; ++b) {
                 int sum = 0;
@@ -81,13 +87,24 @@ struct QuantizedRow {
             }
         }
     }
-    // What the few-row tiles of W's format (and Q6_K's one-row kernel) read besides q and d.
+    // What the few-row tiles of W's format (and Q6_K's VNNI kernel, for any number of rows) read
+    // besides q and d.
     template <class W>
     void prepare_for(std::size_t k) {
         if constexpr (std::is_same_v<W, Q4_0>) {
             pair_for_nibbles(k);
         } else if constexpr (std::is_same_v<W, Q6_K>) {
-            for (std::size_t i = 0; i < k / 4; ++i) minus_32x[i] = -32 * (q[4 * i] + q[4 * i + 1] + q[4 * i + 2] + q[4 * i + 3]);
+            for (std::size_t b = 0; b < k / 256; ++b) {
+                for (std::size_t group = 0; group < 16; ++group) {
+                    int sum = 0;
+                    for (std::size_t r = 0; r < 16; ++r) {
+                        const std::int8_t v = q[b * 256 + 16 * group + r];
+                        q_by_group[b * 256 + 64 * (r / 4) + 4 * group + r % 4] = v;
+                        sum += v;
+                    }
+                    minus_32_group[b * 16 + group] = -32 * sum;
+                }
+            }
         } else {
             for (std::size_t i = 0; i < k / 4; ++i) minus_128x[i] = -128 * (q[4 * i] + q[4 * i + 1] + q[4 * i + 2] + q[4 * i + 3]);
         }

@@ -255,51 +255,55 @@ inline constexpr std::size_t packed_rows = 4;  // activation rows per tile
 
 // Activation rows [0, m) as tiles of 4 (missing rows zero): per tile, per block, 8 groups of
 // [4 rows][4 bytes], then the rows' scales and offsets (-128 or -8 times the block's sum, the
-// shift of unsigned_weights) [block][row].
+// shift of unsigned_weights; Q6_K: -32 times each half's, whose weights have a scale per 16)
+// [block][half][row].
+template <class W>
+inline constexpr std::size_t offsets_per_block = std::is_same_v<W, Q6_K> ? 2 : 1;
 struct PackedActivations {
     AlignedBuffer<std::int8_t> q;
     AlignedBuffer<float> d;
     AlignedBuffer<std::int32_t> offset;
-    std::size_t blocks = 0;
+    std::size_t blocks = 0, offsets = 1;  // offsets per block and row
 
-    void reserve(std::size_t m, std::size_t k) {
+    void reserve(std::size_t m, std::size_t k, std::size_t offsets_per_row_block) {
         const std::size_t tiles = (m + packed_rows - 1) / packed_rows;
         blocks = k / 32;
+        offsets = offsets_per_row_block;
         if (q.size() < tiles * packed_rows * k) q = AlignedBuffer<std::int8_t>(tiles * packed_rows * k);
-        if (d.size() < tiles * packed_rows * blocks) {
-            d = AlignedBuffer<float>(tiles * packed_rows * blocks);
-            offset = AlignedBuffer<std::int32_t>(tiles * packed_rows * blocks);
-        }
+        if (d.size() < tiles * packed_rows * blocks) d = AlignedBuffer<float>(tiles * packed_rows * blocks);
+        if (offset.size() < tiles * packed_rows * blocks * offsets) offset = AlignedBuffer<std::int32_t>(tiles * packed_rows * blocks * offsets);
     }
     std::int8_t* tile_q(std::size_t tile) noexcept { return q.data() + tile * packed_rows * blocks * 32; }
     float* tile_d(std::size_t tile) noexcept { return d.data() + tile * packed_rows * blocks; }
-    std::int32_t* tile_offset(std::size_t tile) noexcept { return offset.data() + tile * packed_rows * blocks; }
+    std::int32_t* tile_offset(std::size_t tile) noexcept { return offset.data() + tile * packed_rows * blocks * offsets; }
 };
 
 // Row t (< 4) of a tile from its quantized row.
 template <class W>
 inline void pack_activation_row(const QuantizedRow& x, std::size_t t, std::size_t blocks, std::int8_t* q, float* d,
                                 std::int32_t* offset) noexcept {
-    constexpr int shift = std::is_same_v<W, Q4_0> ? 8 : 128;
+    constexpr int shift = std::is_same_v<W, Q4_0> ? 8 : std::is_same_v<W, Q6_K> ? 32 : 128;
+    constexpr std::size_t halves = offsets_per_block<W>;
     for (std::size_t b = 0; b < blocks; ++b) {
-        int sum = 0;
+        int sums[2] = {};
         for (std::size_t g = 0; g < 8; ++g) {
             for (std::size_t i = 0; i < 4; ++i) {
                 const std::int8_t v = x.q[b * 32 + 4 * g + i];
                 q[(b * 8 + g) * 16 + t * 4 + i] = v;
-                sum += v;
+                sums[halves == 2 ? g / 4 : 0] += v;
             }
         }
         d[b * packed_rows + t] = x.d[b];
-        offset[b * packed_rows + t] = -shift * sum;
+        for (std::size_t h = 0; h < halves; ++h) offset[(b * halves + h) * packed_rows + t] = -shift * sums[h];
     }
 }
-inline void clear_activation_row(std::size_t t, std::size_t blocks, std::int8_t* q, float* d, std::int32_t* offset) noexcept {
+inline void clear_activation_row(std::size_t t, std::size_t blocks, std::size_t halves, std::int8_t* q, float* d,
+                                 std::int32_t* offset) noexcept {
     for (std::size_t b = 0; b < blocks; ++b) {
         for (std::size_t g = 0; g < 8; ++g)
             for (std::size_t i = 0; i < 4; ++i) q[(b * 8 + g) * 16 + t * 4 + i] = 0;
         d[b * packed_rows + t] = 0.0f;
-        offset[b * packed_rows + t] = 0;
+        for (std::size_t h = 0; h < halves; ++h) offset[(b * halves + h) * packed_rows + t] = 0;
     }
 }
 
@@ -377,6 +381,95 @@ inline void packed_tile(const std::int8_t* aq, const float* ad, const std::int32
             const __m512 da = _mm512_set1_ps(ad[b * packed_rows + t]);
             acc[t][0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[t][0]), _mm512_mul_ps(s0, da), acc[t][0]);
             acc[t][1] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[t][1]), _mm512_mul_ps(s1, da), acc[t][1]);
+        });
+    }
+    const auto lanes = [](std::size_t n) { return static_cast<__mmask16>(n >= 16 ? 0xffffu : (1u << n) - 1u); };
+    const __mmask16 m0 = lanes(cols), m1 = lanes(cols > 16 ? cols - 16 : 0);
+    unrolled<T>([&](auto t) {
+        _mm512_mask_storeu_ps(c + t * ldc, m0, acc[t][0]);
+        _mm512_mask_storeu_ps(c + t * ldc + 16, m1, acc[t][1]);
+    });
+}
+
+// Q6_K weight rows [0, rows) (rows <= 32; `stored` super-blocks each) as two panels of 16 in
+// pack_weight_panels' layout, per block of 32: 8 vectors of [16 rows][4 unsigned quants 0-63]
+// (wq), then, since Q6_K scales each 16 weights, the rows' d * scale for the block's first
+// and second 16 (ws [block][panel][half][16]). Missing rows get scale 0.
+inline void pack_q6_k_panels(const Q6_K* w, std::size_t stored, std::size_t rows, std::uint8_t* wq, float* ws) noexcept {
+    for (std::size_t r = 0; r < 32; ++r) {
+        const std::size_t panel = r / 16, lane = r % 16;
+        for (std::size_t sb = 0; sb < stored; ++sb) {
+            std::uint8_t q[256] = {};
+            float d = 0.0f;
+            if (r < rows) {
+                WeightFormat<Q6_K>::quants(w[r * stored + sb], q);
+                d = static_cast<float>(w[r * stored + sb].d);
+            }
+            for (std::size_t i = 0; i < 8; ++i) {
+                const std::size_t b = sb * 8 + i;
+                std::uint8_t* dst = wq + (b * 2 + panel) * 512 + lane * 4;
+                for (std::size_t g = 0; g < 8; ++g)
+                    for (std::size_t e = 0; e < 4; ++e) dst[g * 64 + e] = q[32 * i + 4 * g + e];
+                for (std::size_t half = 0; half < 2; ++half)
+                    ws[((b * 2 + panel) * 2 + half) * 16 + lane] = r < rows ? d * static_cast<float>(w[r * stored + sb].scales[2 * i + half]) : 0.0f;
+            }
+        }
+    }
+}
+
+// Q6_K rows packed by pack_q6_k_panels: the groups as BytePanels reads them, and a scale per
+// half block.
+struct SixBitPanels {
+    const std::uint8_t* wq;
+    const float* ws;
+    GroupPair groups(std::size_t b, std::size_t panel, std::size_t j) const noexcept { return BytePanels{wq, ws}.groups(b, panel, j); }
+    __m512 scales(std::size_t b, std::size_t panel, std::size_t half) const noexcept {
+        return _mm512_load_ps(ws + ((b * 2 + panel) * 2 + half) * 16);
+    }
+};
+
+// packed_tile for Q6_K: the groups of each half block (j and j + 4: weights 0-15 and 16-31)
+// summed apart, from -32 times that half's activation sum, and scaled by their own scales.
+// Two activation rows at a time: four rows' 16 integer sums and 8 accumulators would not fit
+// in the 32 registers (measured 1.7x slower at 4 rows than two passes of 2, which read the
+// panel again from L1).
+template <std::size_t T>
+inline void packed_tile(const std::int8_t* aq, const float* ad, const std::int32_t* aoff, const SixBitPanels& w, std::size_t blocks,
+                        float* c, std::size_t ldc, std::size_t cols) noexcept {
+    if constexpr (T > 2) {
+        packed_tile<2>(aq, ad, aoff, w, blocks, c, ldc, cols);
+        return packed_tile<T - 2>(aq + 2 * 4, ad + 2, aoff + 2, w, blocks, c + 2 * ldc, ldc, cols);
+    }
+    __m512 acc[T][2];
+    unrolled<T>([&](auto t) { acc[t][0] = acc[t][1] = _mm512_setzero_ps(); });
+    for (std::size_t b = 0; b < blocks; ++b) {
+        __m512i sums[T][2][2];  // [row][panel][half]
+        unrolled<T>([&](auto t) {
+            sums[t][0][0] = sums[t][1][0] = _mm512_set1_epi32(aoff[(b * 2) * packed_rows + t]);
+            sums[t][0][1] = sums[t][1][1] = _mm512_set1_epi32(aoff[(b * 2 + 1) * packed_rows + t]);
+        });
+        for (std::size_t j = 0; j < 4; ++j) {
+            const GroupPair w0 = w.groups(b, 0, j), w1 = w.groups(b, 1, j);
+            const std::int8_t* low = aq + (b * 8 + j) * 16;  // activation groups j and j + 4
+            const std::int8_t* high = low + 4 * 16;
+            unrolled<T>([&](auto t) {
+                std::int32_t four_low, four_high;
+                std::memcpy(&four_low, low + t * 4, 4);
+                std::memcpy(&four_high, high + t * 4, 4);
+                const __m512i x_low = _mm512_set1_epi32(four_low), x_high = _mm512_set1_epi32(four_high);
+                sums[t][0][0] = _mm512_dpbusd_epi32(sums[t][0][0], w0.low, x_low);
+                sums[t][0][1] = _mm512_dpbusd_epi32(sums[t][0][1], w0.high, x_high);
+                sums[t][1][0] = _mm512_dpbusd_epi32(sums[t][1][0], w1.low, x_low);
+                sums[t][1][1] = _mm512_dpbusd_epi32(sums[t][1][1], w1.high, x_high);
+            });
+        }
+        const __m512 s[2][2] = {{w.scales(b, 0, 0), w.scales(b, 0, 1)}, {w.scales(b, 1, 0), w.scales(b, 1, 1)}};
+        unrolled<T>([&](auto t) {
+            const __m512 da = _mm512_set1_ps(ad[b * packed_rows + t]);
+            for (std::size_t p = 0; p < 2; ++p) {
+                const __m512 both = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[t][p][1]), s[p][1], _mm512_mul_ps(_mm512_cvtepi32_ps(sums[t][p][0]), s[p][0]));
+                acc[t][p] = _mm512_fmadd_ps(both, da, acc[t][p]);
+            }
         });
     }
     const auto lanes = [](std::size_t n) { return static_cast<__mmask16>(n >= 16 ? 0xffffu : (1u << n) - 1u); };
@@ -643,7 +736,7 @@ avx512vnni::PackedActivations& pack_activations(ThreadPool& pool, const float* a
     using namespace avx512vnni;
     thread_local PackedActivations caller_packed;  // grows once per calling thread
     PackedActivations& packed = caller_packed;     // (the workers fill and read the caller's)
-    packed.reserve(m, k);
+    packed.reserve(m, k, offsets_per_block<W>);
     const std::size_t tiles = (m + packed_rows - 1) / packed_rows, blocks = k / 32;
     pool.parallel_for(tiles, 1, [&](std::size_t begin, std::size_t end) {
         thread_local QuantizedRow row;
@@ -655,7 +748,7 @@ avx512vnni::PackedActivations& pack_activations(ThreadPool& pool, const float* a
                     quantize_row(row, a + i * k, k);
                     pack_activation_row<W>(row, t, blocks, packed.tile_q(tile), packed.tile_d(tile), packed.tile_offset(tile));
                 } else {
-                    clear_activation_row(t, blocks, packed.tile_q(tile), packed.tile_d(tile), packed.tile_offset(tile));
+                    clear_activation_row(t, blocks, offsets_per_block<W>, packed.tile_q(tile), packed.tile_d(tile), packed.tile_offset(tile));
                 }
             }
         }
@@ -709,35 +802,46 @@ void packed_integer_gemm(ThreadPool& pool, const float* a, const W* w, const flo
 // stored for gather_rows (a Linear's weights are arranged in place instead: arranged_weights.hpp):
 // over W packed in advance the GEMM is 1.1x (2 rows) to 1.8x (8 rows) faster than the few-row
 // tiles over W as stored (cold weights; bench/RESULTS.md), at the cost of a second copy (36
-// bytes per 32 instead of 34). Empty where the CPU lacks AVX-512 VNNI.
+// bytes per 32 instead of 34). A Q4_0 model's Q6_K head likewise (40 bytes per 32 instead of
+// 26.25): its tiles over the stored super-blocks unpack them again for every 4 activation
+// rows, 2.2x slower than the packed GEMM at 16 rows. Empty where the CPU lacks AVX-512 VNNI.
 struct PackedIntegerWeights {
     AlignedBuffer<std::uint8_t> q;  // per panel of 32 rows: 32 x k bytes
-    AlignedBuffer<float> d;         // per panel: 32 x k / 32 scales
+    AlignedBuffer<float> d;         // per panel: 32 x k / 32 scales (Q6_K: 32 x k / 16)
     bool empty() const noexcept { return q.size() == 0; }
 };
 
-inline PackedIntegerWeights pack_integer_weights(ThreadPool& pool, const Q8_0* w, std::size_t n, std::size_t k) {
+// Q8_0, or Q6_K (a Q4_0 model's head: pack_q6_k_panels, two scales per block of 32).
+template <class W>
+    requires std::is_same_v<W, Q8_0> || std::is_same_v<W, Q6_K>
+PackedIntegerWeights pack_integer_weights(ThreadPool& pool, const W* w, std::size_t n, std::size_t k) {
     PackedIntegerWeights p;
-    if (!has_avx512_vnni() || k % 32 != 0) return p;
-    const std::size_t panels = (n + 31) / 32, blocks = k / 32;
+    if (!has_avx512_vnni() || k % WeightFormat<W>::block != 0) return p;
+    const std::size_t panels = (n + 31) / 32, blocks = k / 32, stored = stored_elements<W>(k), scales = blocks * avx512vnni::offsets_per_block<W>;
     p.q = AlignedBuffer<std::uint8_t>(panels * 32 * k);
-    p.d = AlignedBuffer<float>(panels * 32 * blocks);
+    p.d = AlignedBuffer<float>(panels * 32 * scales);
     pool.parallel_for(panels, 1, [&](std::size_t begin, std::size_t end) {
         for (std::size_t i = begin; i < end; ++i) {
-            avx512vnni::pack_weight_panels(w + i * 32 * blocks, blocks, std::min<std::size_t>(32, n - i * 32),
-                                           p.q.data() + i * 32 * k, p.d.data() + i * 32 * blocks);
+            const std::size_t rows = std::min<std::size_t>(32, n - i * 32);
+            if constexpr (std::is_same_v<W, Q6_K>) {
+                avx512vnni::pack_q6_k_panels(w + i * 32 * stored, stored, rows, p.q.data() + i * 32 * k, p.d.data() + i * 32 * scales);
+            } else {
+                avx512vnni::pack_weight_panels(w + i * 32 * stored, stored, rows, p.q.data() + i * 32 * k, p.d.data() + i * 32 * scales);
+            }
         }
     });
     return p;
 }
 
 // C(m, n) = A(m, k) · W(n, k)ᵀ + bias over W packed in advance (m >= 2).
-inline void prepacked_integer_gemm(ThreadPool& pool, const float* a, const PackedIntegerWeights& w, const float* bias, float* c,
-                                   std::size_t m, std::size_t n, std::size_t k) {
-    const std::size_t blocks = k / 32;
-    auto& packed = pack_activations<Q8_0>(pool, a, m, k);
+template <class W>
+void prepacked_integer_gemm(ThreadPool& pool, const float* a, const PackedIntegerWeights& w, const float* bias, float* c,
+                            std::size_t m, std::size_t n, std::size_t k) {
+    const std::size_t scales = k / 32 * avx512vnni::offsets_per_block<W>;
+    auto& packed = pack_activations<W>(pool, a, m, k);
     packed_panels_gemm(pool, packed, [&](std::size_t col, std::size_t) {
-        return avx512vnni::BytePanels{w.q.data() + col * k, w.d.data() + col * blocks};
+        if constexpr (std::is_same_v<W, Q6_K>) return avx512vnni::SixBitPanels{w.q.data() + col * k, w.d.data() + col * scales};
+        else return avx512vnni::BytePanels{w.q.data() + col * k, w.d.data() + col * scales};
     }, bias, c, m, n, k);
 }
 

@@ -8,7 +8,8 @@ written independently of tessera's C++ (numpy, tools/gguf_writer.py, tools/quant
 Conv1D weights [in, out] are transposed to [out, in] (ggml ne = [in, out]); names as llama.cpp's
 tensor map (token_embd, position_embd, blk.N.attn_norm/attn_qkv/attn_output/ffn_norm/ffn_up/
 ffn_down, output_norm; output only for an untied lm_head); matrices in the out type (the
-embedding / head of a q4_0 file in Q8_0, as tessera keeps it; llama-quantize uses Q6_K),
+embedding / head of a q4_0 file in Q8_0, or in Q6_K with --embedding-type q6_k, as
+llama-quantize and tessera write it where the width is a multiple of 256),
 position_embd, norms and biases in F32; the tokenizer as tokenizer.ggml.* (model "gpt2",
 pre "gpt-2"). The test fixtures are made with it (tools/make_gpt2_fixtures.sh).
 """

@@ -350,47 +350,6 @@ struct BytePanels {
     __m512 scales(std::size_t b, std::size_t panel) const noexcept { return _mm512_load_ps(ws + (b * 2 + panel) * 16); }
 };
 
-// C rows [0, T) x columns [0, cols) (cols <= 32; row stride ldc) = a tile of activations times
-// two weight panels (BytePanels, or Q4_0 arranged as arranged_weights.hpp lays it out). Per block:
-// int32 sums started at the rows' offsets, 8 vpdpbusd per row and panel, then scaled (w's 16
-// scales times the row's) into float accumulators. Integer sums are exact, so a row's result
-// is the same bits whatever the panels' source and whatever else is in the tile.
-template <std::size_t T, class Panels>
-inline void packed_tile(const std::int8_t* aq, const float* ad, const std::int32_t* aoff, const Panels& w, std::size_t blocks,
-                        float* c, std::size_t ldc, std::size_t cols) noexcept {
-    __m512 acc[T][2];
-    unrolled<T>([&](auto t) { acc[t][0] = acc[t][1] = _mm512_setzero_ps(); });
-    for (std::size_t b = 0; b < blocks; ++b) {
-        __m512i sums[T][2];
-        unrolled<T>([&](auto t) { sums[t][0] = sums[t][1] = _mm512_set1_epi32(aoff[b * packed_rows + t]); });
-        for (std::size_t j = 0; j < 4; ++j) {
-            const GroupPair w0 = w.groups(b, 0, j), w1 = w.groups(b, 1, j);
-            const std::int8_t* low = aq + (b * 8 + j) * 16;  // activation groups j and j + 4
-            const std::int8_t* high = low + 4 * 16;
-            unrolled<T>([&](auto t) {
-                std::int32_t four_low, four_high;
-                std::memcpy(&four_low, low + t * 4, 4);
-                std::memcpy(&four_high, high + t * 4, 4);
-                const __m512i x_low = _mm512_set1_epi32(four_low), x_high = _mm512_set1_epi32(four_high);
-                sums[t][0] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(sums[t][0], w0.low, x_low), w0.high, x_high);
-                sums[t][1] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(sums[t][1], w1.low, x_low), w1.high, x_high);
-            });
-        }
-        const __m512 s0 = w.scales(b, 0), s1 = w.scales(b, 1);
-        unrolled<T>([&](auto t) {
-            const __m512 da = _mm512_set1_ps(ad[b * packed_rows + t]);
-            acc[t][0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[t][0]), _mm512_mul_ps(s0, da), acc[t][0]);
-            acc[t][1] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[t][1]), _mm512_mul_ps(s1, da), acc[t][1]);
-        });
-    }
-    const auto lanes = [](std::size_t n) { return static_cast<__mmask16>(n >= 16 ? 0xffffu : (1u << n) - 1u); };
-    const __mmask16 m0 = lanes(cols), m1 = lanes(cols > 16 ? cols - 16 : 0);
-    unrolled<T>([&](auto t) {
-        _mm512_mask_storeu_ps(c + t * ldc, m0, acc[t][0]);
-        _mm512_mask_storeu_ps(c + t * ldc + 16, m1, acc[t][1]);
-    });
-}
-
 // Q6_K weight rows [0, rows) (rows <= 32; `stored` super-blocks each) as two panels of 16 in
 // pack_weight_panels' layout, per block of 32: 8 vectors of [16 rows][4 unsigned quants 0-63]
 // (wq), then, since Q6_K scales each 16 weights, the rows' d * scale for the block's first
@@ -428,28 +387,39 @@ struct SixBitPanels {
     }
 };
 
-// packed_tile for Q6_K: the groups of each half block (j and j + 4: weights 0-15 and 16-31)
-// summed apart, from -32 times that half's activation sum, and scaled by their own scales.
-// Two activation rows at a time: four rows' 16 integer sums and 8 accumulators would not fit
-// in the 32 registers (measured 1.7x slower at 4 rows than two passes of 2, which read the
-// panel again from L1).
-template <std::size_t T>
-inline void packed_tile(const std::int8_t* aq, const float* ad, const std::int32_t* aoff, const SixBitPanels& w, std::size_t blocks,
+// Scales per block of 32 in a panel layout: one (BytePanels, Q8_0 / Q4_0 arranged), or one per
+// half of 16 (SixBitPanels).
+template <class Panels>
+inline constexpr std::size_t scale_halves = 1;
+template <>
+inline constexpr std::size_t scale_halves<SixBitPanels> = 2;
+
+// C rows [0, T) x columns [0, cols) (cols <= 32; row stride ldc) = a tile of activations times
+// two weight panels (BytePanels, Q4_0 / Q8_0 arranged as arranged_weights.hpp lays them out, or
+// SixBitPanels). Per block: int32 sums started at the rows' offsets, 8 vpdpbusd per row and
+// panel, then scaled (w's 16 scales times the row's) into float accumulators. With a scale per
+// half block (Q6_K) the groups of each half (j and j + 4: weights 0-15 and 16-31) are summed
+// apart, from that half's offset, and the tile runs two activation rows at a time: four rows'
+// 16 integer sums and 8 accumulators would not fit in the 32 registers (measured 1.7x slower at
+// 4 rows than two passes of 2, which read the panel again from L1). Integer sums are exact, so
+// a row's result is the same bits whatever the panels' source and whatever else is in the tile.
+template <std::size_t T, class Panels>
+inline void packed_tile(const std::int8_t* aq, const float* ad, const std::int32_t* aoff, const Panels& w, std::size_t blocks,
                         float* c, std::size_t ldc, std::size_t cols) noexcept {
-    if constexpr (T > 2) {
+    constexpr std::size_t halves = scale_halves<Panels>;
+    if constexpr (halves == 2 && T > 2) {
         packed_tile<2>(aq, ad, aoff, w, blocks, c, ldc, cols);
         return packed_tile<T - 2>(aq + 2 * 4, ad + 2, aoff + 2, w, blocks, c + 2 * ldc, ldc, cols);
     }
     __m512 acc[T][2];
     unrolled<T>([&](auto t) { acc[t][0] = acc[t][1] = _mm512_setzero_ps(); });
     for (std::size_t b = 0; b < blocks; ++b) {
-        __m512i sums[T][2][2];  // [row][panel][half]
+        __m512i sums[T][2][halves];  // [row][panel][half]
         unrolled<T>([&](auto t) {
-            sums[t][0][0] = sums[t][1][0] = _mm512_set1_epi32(aoff[(b * 2) * packed_rows + t]);
-            sums[t][0][1] = sums[t][1][1] = _mm512_set1_epi32(aoff[(b * 2 + 1) * packed_rows + t]);
+            for (std::size_t h = 0; h < halves; ++h) sums[t][0][h] = sums[t][1][h] = _mm512_set1_epi32(aoff[(b * halves + h) * packed_rows + t]);
         });
         for (std::size_t j = 0; j < 4; ++j) {
-            const GroupPair w0 = w.groups(b, 0, j), w1 = w.groups(b, 1, j);
+            const GroupPair wp[2] = {w.groups(b, 0, j), w.groups(b, 1, j)};
             const std::int8_t* low = aq + (b * 8 + j) * 16;  // activation groups j and j + 4
             const std::int8_t* high = low + 4 * 16;
             unrolled<T>([&](auto t) {
@@ -457,18 +427,22 @@ inline void packed_tile(const std::int8_t* aq, const float* ad, const std::int32
                 std::memcpy(&four_low, low + t * 4, 4);
                 std::memcpy(&four_high, high + t * 4, 4);
                 const __m512i x_low = _mm512_set1_epi32(four_low), x_high = _mm512_set1_epi32(four_high);
-                sums[t][0][0] = _mm512_dpbusd_epi32(sums[t][0][0], w0.low, x_low);
-                sums[t][0][1] = _mm512_dpbusd_epi32(sums[t][0][1], w0.high, x_high);
-                sums[t][1][0] = _mm512_dpbusd_epi32(sums[t][1][0], w1.low, x_low);
-                sums[t][1][1] = _mm512_dpbusd_epi32(sums[t][1][1], w1.high, x_high);
+                for (std::size_t p = 0; p < 2; ++p) {
+                    sums[t][p][0] = _mm512_dpbusd_epi32(sums[t][p][0], wp[p].low, x_low);
+                    sums[t][p][halves - 1] = _mm512_dpbusd_epi32(sums[t][p][halves - 1], wp[p].high, x_high);
+                }
             });
         }
-        const __m512 s[2][2] = {{w.scales(b, 0, 0), w.scales(b, 0, 1)}, {w.scales(b, 1, 0), w.scales(b, 1, 1)}};
         unrolled<T>([&](auto t) {
             const __m512 da = _mm512_set1_ps(ad[b * packed_rows + t]);
             for (std::size_t p = 0; p < 2; ++p) {
-                const __m512 both = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[t][p][1]), s[p][1], _mm512_mul_ps(_mm512_cvtepi32_ps(sums[t][p][0]), s[p][0]));
-                acc[t][p] = _mm512_fmadd_ps(both, da, acc[t][p]);
+                if constexpr (halves == 1) {
+                    acc[t][p] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[t][p][0]), _mm512_mul_ps(w.scales(b, p), da), acc[t][p]);
+                } else {
+                    const __m512 both = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[t][p][1]), w.scales(b, p, 1),
+                                                        _mm512_mul_ps(_mm512_cvtepi32_ps(sums[t][p][0]), w.scales(b, p, 0)));
+                    acc[t][p] = _mm512_fmadd_ps(both, da, acc[t][p]);
+                }
             }
         });
     }
@@ -576,8 +550,7 @@ template <class W>
 #if TESSERA_HAS_AVX512_KERNELS
         if (level == KernelLevel::avx512) {
             avx512vnni::quantize_row(xq, x, k);
-            if constexpr (std::is_same_v<W, Q4_0>) xq.pair_for_nibbles(k);
-            if constexpr (std::is_same_v<W, Q6_K>) xq.prepare_for<W>(k);
+            if constexpr (!std::is_same_v<W, Q8_0>) xq.template prepare_for<W>(k);  // (Q8_0's one-row dot reads q and d alone)
         } else {
             xq.assign(x, k);
             if (level == KernelLevel::avx2) xq.template prepare_for_avx2<W>(k);

@@ -104,21 +104,26 @@ void BM_Gemm(benchmark::State& state) {
 
 // The same for a few rows of A (a batched decode step: one row per sequence) with W read cold,
 // as in gemv_benchmark: the kernel must stream W at the memory's rate while doing `tokens`
-// times the arithmetic of a GEMV.
+// times the arithmetic of a GEMV. arranged 1: W arranged in place first, as a model's layers
+// are (Cpu::arrange_weights: panels of 16 rows where the CPU has AVX-512), 0: W as stored (the head).
 void BM_GemmFewRowsCold(benchmark::State& state) {
     const auto tokens = static_cast<std::size_t>(state.range(0)), rows = static_cast<std::size_t>(state.range(1)),
                cols = static_cast<std::size_t>(state.range(2));
+    const bool arrange = state.range(3) != 0;
     const std::size_t copies = ((std::size_t{1} << 30) + rows * cols * 4 - 1) / (rows * cols * 4);
     std::vector<Matrix> weights;
+    std::vector<cpu::Arrangement> arranged;
     for (std::size_t i = 0; i < copies; ++i) {
         weights.emplace_back(rows, cols);
         fill(weights.back().data(), rows * cols);
+        arranged.push_back(arrange ? g_cpu->arrange_weights(weights.back().view()) : cpu::Arrangement{});
     }
     Matrix a(tokens, cols), c(tokens, rows);
+    Vector bias(rows);
     fill(a.data(), a.size());
     std::size_t next = 0;
     run_and_report(state, 4.0 * (tokens * cols + rows * cols + tokens * rows), 2.0 * tokens * rows * cols, [&] {
-        gemm(*g_cpu, a, weights[next], c);
+        gemm(*g_cpu, a, weights[next], arranged[next], bias, c);
         next = (next + 1) % copies;
         benchmark::DoNotOptimize(c.data());
     });
@@ -168,9 +173,10 @@ BENCHMARK(BM_Gemm)
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_GemmFewRowsCold)
-    ->ArgNames({"tokens", "rows", "cols"})
-    ->ArgsProduct({{2, 4, 8, 16}, {3072}, {768}})
-    ->Args({16, 768, 3072})
+    ->ArgNames({"tokens", "rows", "cols", "arranged"})
+    ->ArgsProduct({{1, 2, 4, 8, 16, 64}, {3072}, {768}, {0, 1}})
+    ->Args({16, 768, 3072, 0})
+    ->Args({16, 768, 3072, 1})
     ->UseManualTime();
 BENCHMARK(BM_LayerNorm)->ArgNames({"tokens", "C"})->Args({1, 768})->Args({512, 768})->UseManualTime();
 

@@ -407,9 +407,10 @@ TEST_CASE("The Q8_0 head's products over its packed copy have the packed GEMM's 
     }
 }
 
-// Q8_0, Q4_0 and bf16 arranged in place once loaded (Cpu::arrange_weights, cpu/arranged_weights.hpp):
-// products of any number of rows, one included, must have the bits of the packed GEMM over W
-// as stored (which packs W per call into the same tiles), match the double-precision
+// Q8_0, Q4_0, bf16 and float arranged in place once loaded (Cpu::arrange_weights,
+// cpu/arranged_weights.hpp): products of any number of rows, one included, must have the bits
+// of the packed GEMM over W as stored (which packs W per call into the same tiles; for float,
+// of one fused multiply-add chain per output in the order of k), match the double-precision
 // reference, and give a row the same bits whatever shares the product. A row count that is
 // not a multiple of 32 is left as stored.
 namespace {
@@ -418,7 +419,7 @@ void check_arranged_products() {
     Cpu cpu(2);
     std::mt19937 rng(7);
     std::normal_distribution<float> normal;
-    for (const std::size_t n : {32, 96, 45}) {
+    for (const std::size_t n : {32, 96, 45, 160}) {
         for (const std::size_t k : {800, 3072}) {
             std::vector<float> w(n * k);
             for (float& v : w) v = 0.02f * normal(rng);
@@ -430,7 +431,10 @@ void check_arranged_products() {
             std::copy(stored.data(), stored.data() + stored.size(), arranged_w.data());
             const auto arranged = cpu.arrange_weights(arranged_w.view());
 #if TESSERA_HAS_AVX512_KERNELS
-            const bool arranges = (std::is_same_v<W, bf16> ? cpu::arranges_bf16() : cpu::has_avx512_vnni()) && n % 32 == 0;
+            const bool arranges = (std::is_same_v<W, float>  ? cpu::has_avx512()
+                                   : std::is_same_v<W, bf16> ? cpu::arranges_bf16()
+                                                             : cpu::has_avx512_vnni()) &&
+                                  n % 32 == 0;
 #else
             const bool arranges = false;
 #endif
@@ -458,15 +462,24 @@ void check_arranged_products() {
                 if (m == 1) last_alone = last;
                 // As check_products: the reference over the activations rounded as the kernel rounds them.
                 const auto precision = !arranges ? cpu::activation_precision<W>(m)
-                                       : std::is_same_v<W, bf16> ? cpu::ActivationPrecision::bf16
-                                                                 : cpu::ActivationPrecision::int8;
+                                       : std::is_same_v<W, float> ? cpu::ActivationPrecision::f32
+                                       : std::is_same_v<W, bf16>  ? cpu::ActivationPrecision::bf16
+                                                                  : cpu::ActivationPrecision::int8;
                 const std::vector<double> ref = reference(std::vector<float>(rows.data(), rows.data() + m * k), dequantized, m, n, k, precision);
                 double worst = 0.0;
                 for (std::size_t i = 0; i < m * n; ++i) worst = std::max(worst, std::abs(c.data()[i] - (ref[i] + bias.data()[i % n])));
                 CHECK(worst < 2e-5);
 #if TESSERA_HAS_AVX512_KERNELS
                 if (arranges) {
-                    if constexpr (std::is_same_v<W, bf16>) {
+                    if constexpr (std::is_same_v<W, float>) {
+                        // Each output one fused multiply-add chain over k from 0, then the bias.
+                        for (std::size_t t = 0; t < m; ++t)
+                            for (std::size_t j = 0; j < n; ++j) {
+                                float sum = 0.0f;
+                                for (std::size_t i = 0; i < k; ++i) sum = std::fma(rows.data()[t * k + i], w[j * k + i], sum);
+                                expected.data()[t * n + j] = sum + bias.data()[j];
+                            }
+                    } else if constexpr (std::is_same_v<W, bf16>) {
                         cpu::packed_bf16_gemm(cpu.pool(), rows.data(), stored.data(), bias.data(), expected.data(), m, n, k);
                     } else {
                         cpu::packed_integer_gemm(cpu.pool(), rows.data(), stored.data(), bias.data(), expected.data(), m, n, k);
@@ -488,6 +501,8 @@ TEST_CASE("Products over weights arranged in place have the packed GEMMs' bits",
     STATIC_REQUIRE(ArrangesWeights<Cpu, Q8_0>);
     STATIC_REQUIRE(ArrangesWeights<Cpu, Q4_0>);
     STATIC_REQUIRE(ArrangesWeights<Cpu, bf16>);
+    STATIC_REQUIRE(ArrangesWeights<Cpu, float>);
+    check_arranged_products<float>();
     check_arranged_products<Q8_0>();
     check_arranged_products<Q4_0>();
     check_arranged_products<bf16>();

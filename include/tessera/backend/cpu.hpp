@@ -19,7 +19,7 @@
 #include <tessera/backend/cpu/kernel_level.hpp>     // requested_kernel_level
 #include <tessera/backend/cpu/matrix_products.hpp>  // gemm, gemv
 #include <tessera/backend/cpu/normalization.hpp>    // layer_norm
-#include <tessera/backend/cpu/arranged_weights.hpp>  // arrange_weights: Q8_0, Q4_0, bf16
+#include <tessera/backend/cpu/arranged_weights.hpp>  // arrange_weights: Q8_0, Q4_0, bf16, float
 #include <tessera/backend/cpu/thread_pool.hpp>      // ThreadPool
 #include <tessera/backend/cpu/weight_products.hpp>  // gemm_weights: bf16, Q8_0, Q4_0 weights
 #include <tessera/core/tensor_view.hpp>             // MatrixView, VectorView, Tensor3View
@@ -95,7 +95,7 @@ public:
         if (a.extent(0) < 2 || packed.empty()) return gemm(a, w, bias, c);  // one row: gemv over W as stored
         cpu::prepacked_integer_gemm<W>(*pool_, a.data(), packed, bias_or_null(bias), c.data(), a.extent(0), w.extent(0), a.extent(1));
     }
-    // A Linear's Q8_0, Q4_0 and bf16 weights arranged in place once loaded (ArrangesWeights;
+    // A Linear's Q8_0, Q4_0, bf16 and float weights arranged in place once loaded (ArrangesWeights;
     // where the CPU has the instructions): cpu/arranged_weights.hpp says how and why.
     template <class W>
     using ArrangedWeights = cpu::Arrangement;
@@ -105,14 +105,16 @@ public:
         return cpu::arrange_integer(*pool_, w.data(), w.extent(0), w.extent(1) * WeightFormat<W>::block);
     }
     cpu::Arrangement arrange_weights(MatrixView<bf16, Cpu> w) { return cpu::arrange_bf16(*pool_, w.data(), w.extent(0), w.extent(1)); }
+    cpu::Arrangement arrange_weights(MatrixView<float, Cpu> w) { return cpu::arrange_float(*pool_, w.data(), w.extent(0), w.extent(1)); }
     template <class W>
-        requires std::is_same_v<W, Q8_0> || std::is_same_v<W, Q4_0> || std::is_same_v<W, bf16>
+        requires std::is_same_v<W, Q8_0> || std::is_same_v<W, Q4_0> || std::is_same_v<W, bf16> || std::is_same_v<W, float>
     void gemm(MatrixView<const float, Cpu> a, MatrixView<const W, Cpu> w, const cpu::Arrangement& arranged,
               VectorView<const float, Cpu> bias, MatrixView<float, Cpu> c) {
 #if TESSERA_HAS_AVX512_KERNELS
         if (arranged.arranged) {
             const std::size_t m = a.extent(0), n = w.extent(0), k = a.extent(1);
             if constexpr (std::is_same_v<W, bf16>) return cpu::arranged_bf16_gemm(*pool_, a.data(), w.data(), bias_or_null(bias), c.data(), m, n, k);
+            else if constexpr (std::is_same_v<W, float>) return cpu::arranged_float_gemm(*pool_, a.data(), w.data(), bias_or_null(bias), c.data(), m, n, k);
             else return cpu::arranged_integer_gemm(*pool_, a.data(), w.data(), bias_or_null(bias), c.data(), m, n, k);
         }
 #endif

@@ -88,10 +88,10 @@ void gemm(B& backend, const A& a, const W& w, const typename B::template PackedW
     detail::gemm_stored(backend, a, w, bias, c, &packed);
 }
 
-// The same with w arranged in the backend's own order (ArrangesWeights; `arranged` says
-// whether it was).
+// The same with w (float or stored) arranged in the backend's own order (ArrangesWeights;
+// `arranged` says whether it was).
 template <Backend B, TensorLike A, TensorLike W, TensorLike Bias, TensorLike C>
-    requires StoredWeights<W> && ArrangesWeights<B, value_type_of_t<W>>
+    requires(StoredWeights<W> || std::is_same_v<value_type_of_t<W>, float>) && ArrangesWeights<B, value_type_of_t<W>>
 void gemm(B& backend, const A& a, const W& w, const typename B::template ArrangedWeights<value_type_of_t<W>>& arranged,
           const Bias& bias, C&& c) {
     detail::gemm_stored(backend, a, w, bias, c, &arranged);

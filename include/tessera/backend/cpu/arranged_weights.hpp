@@ -2,7 +2,8 @@
 // Weights arranged in place, once after loading, so that products of any number of rows, one
 // row (decode) included, run the packed GEMMs' tiles over them as they lie: the same bytes in
 // another order, the same size, no second copy. Q8_0 and Q4_0 where the CPU has AVX-512 VNNI;
-// bf16 where it has AVX-512 BF16 but no AMX (whose tiles read bf16 rows as stored).
+// bf16 where it has AVX-512 BF16 but no AMX (whose tiles read bf16 rows as stored); float where
+// it has AVX-512.
 //
 // Why: as stored, a product of several rows must first pack W into the order the tiles
 // multiply 16 weight rows per instruction in, and packing per call cost about three times the
@@ -22,6 +23,10 @@
 //
 // bf16: per group of 32 rows, per pair of columns, the two 16-row halves' [row][2 bf16]
 // vectors: what pack_bf16_panels makes per call and bf16_tile reads (k must be even).
+//
+// float: per panel of 16 rows, [k][16] (avx512::arrange_float_panel): each activation is
+// broadcast and multiplies 16 weight rows per FMA, where the tiles over W as stored sum each
+// dot product across the lanes of its own accumulator (about half the FMA rate at 8-64 rows).
 #include <algorithm>  // std::copy
 #include <cstddef>    // std::size_t
 #include <cstdint>    // std::uint8_t
@@ -123,6 +128,20 @@ inline Arrangement arrange_bf16(ThreadPool& pool, bf16* w, std::size_t n, std::s
 #endif
 }
 
+// Arranges float W(n, k) in place where the CPU has AVX-512.
+inline Arrangement arrange_float(ThreadPool& pool, float* w, std::size_t n, std::size_t k) {
+#if TESSERA_HAS_AVX512_KERNELS
+    if (!has_avx512() || n % arranged_rows != 0 || n == 0 || k == 0) return {};
+    arrange_groups(pool, w, n, k, [k](const float* rows, float* group) {
+        for (std::size_t p = 0; p < arranged_rows; p += avx512::float_panel_rows) avx512::arrange_float_panel(rows + p * k, k, group + p * k);
+    });
+    return {true};
+#else
+    (void)pool, (void)w, (void)n, (void)k;
+    return {};
+#endif
+}
+
 }  // namespace tessera::cpu
 
 #if TESSERA_HAS_AVX512_KERNELS
@@ -187,6 +206,16 @@ inline void arranged_bf16_gemm(ThreadPool& pool, const float* a, const bf16* w, 
                                std::size_t n, std::size_t k) {
     const auto* halves = reinterpret_cast<const std::uint16_t*>(w);
     bf16_panels_gemm(pool, a, [&](std::size_t col, std::size_t) { return halves + col * k; }, bias, c, m, n, k);
+}
+
+// C(m, n) = A(m, k) · W(n, k)ᵀ + bias for float weights arranged by arrange_float, any m >= 1
+// (avx512::arranged_float_columns: a row's result has the same bits for every m).
+inline void arranged_float_gemm(ThreadPool& pool, const float* a, const float* w, const float* bias, float* c, std::size_t m,
+                                std::size_t n, std::size_t k) {
+    pool.parallel_for(n, 4 * avx512::float_panel_rows, [&](std::size_t begin, std::size_t end) {
+        avx512::arranged_float_columns(a, w, c, m, k, n, begin, end);
+        add_bias_columns(c, bias, m, n, begin, end);
+    });
 }
 
 }  // namespace tessera::cpu

@@ -283,6 +283,75 @@ inline void few_rows_columns(const float* a, const E* w, float* c, std::size_t m
     for (; r < n_end; ++r) few_rows_tiles<1>(w + r * k, a, c + r, ldc, k, m, w + r * k);
 }
 
+
+// Float weights arranged in place (arranged_weights.hpp): per panel of 16 rows of W, [k][16],
+// so that a product broadcasts each activation and multiplies 16 weight rows per instruction,
+// the packed GEMM's micro-kernel reading W as it lies. Few rows run at about twice the FMA rate
+// of few_rows_tile (which reads W rows as stored and sums each dot product across lanes) and
+// no product packs W per call. Every output is one accumulator lane summed over k in order
+// from 0, whatever the tile: a row's result has the same bits for every number of rows.
+inline constexpr std::size_t float_panel_rows = 16;
+
+// Rows [0, 16) of W (row stride k) into one panel [k][16].
+inline void arrange_float_panel(const float* rows, std::size_t k, float* panel) noexcept {
+    for (std::size_t r = 0; r < float_panel_rows; ++r)
+        for (std::size_t i = 0; i < k; ++i) panel[i * float_panel_rows + r] = rows[r * k + i];
+}
+
+// C rows [0, T) x columns [0, 16 P) = A rows (stride k) · the P panels at `panels`. Each panel
+// is read from memory in order, a line (one k) per step; the line `ahead` steps on is
+// prefetched, running on into `next` (the P panels after these) at the end.
+template <std::size_t T, std::size_t P>
+inline void arranged_float_tile(const float* panels, const float* a, float* c, std::size_t ldc, std::size_t k,
+                                const float* next) noexcept {
+    constexpr std::size_t v = float_panel_rows, ahead = 32;  // 2 KiB ahead in each panel
+    __m512 acc[T][P];
+    unrolled<T>([&](auto t) { unrolled<P>([&](auto p) { acc[t][p] = _mm512_setzero_ps(); }); });
+    // (One loop: a lambda called from two loops was not inlined, and the accumulators left the registers.)
+    const float* const ahead_end = panels + k * v;  // where the prefetched lines run on into `next`
+    for (std::size_t i = 0; i < k; ++i) {
+        const float* line = panels + (i + ahead) * v;
+        if (line >= ahead_end) line = next + (line - ahead_end);
+        __m512 w[P];
+        unrolled<P>([&](auto p) { w[p] = _mm512_loadu_ps(panels + p * k * v + i * v); });
+        unrolled<P>([&](auto p) { _mm_prefetch(reinterpret_cast<const char*>(line + p * k * v), _MM_HINT_T0); });
+        unrolled<T>([&](auto t) {
+            const __m512 x = _mm512_set1_ps(a[t * k + i]);
+            unrolled<P>([&](auto p) { acc[t][p] = _mm512_fmadd_ps(x, w[p], acc[t][p]); });
+        });
+    }
+    unrolled<T>([&](auto t) { unrolled<P>([&](auto p) { _mm512_storeu_ps(c + t * ldc + p * v, acc[t][p]); }); });
+}
+
+// All m rows of A times the P panels at `panels`, six rows at a time.
+template <std::size_t P>
+inline void arranged_float_panels(const float* panels, const float* a, float* c, std::size_t m, std::size_t ldc, std::size_t k,
+                                  const float* next) noexcept {
+    constexpr std::size_t t_max = 6;
+    std::size_t t = 0;
+    for (; t + t_max <= m; t += t_max) arranged_float_tile<t_max, P>(panels, a + t * k, c + t * ldc, ldc, k, next);
+    switch (m - t) {
+        case 5: arranged_float_tile<5, P>(panels, a + t * k, c + t * ldc, ldc, k, next); break;
+        case 4: arranged_float_tile<4, P>(panels, a + t * k, c + t * ldc, ldc, k, next); break;
+        case 3: arranged_float_tile<3, P>(panels, a + t * k, c + t * ldc, ldc, k, next); break;
+        case 2: arranged_float_tile<2, P>(panels, a + t * k, c + t * ldc, ldc, k, next); break;
+        case 1: arranged_float_tile<1, P>(panels, a + t * k, c + t * ldc, ldc, k, next); break;
+        default: break;
+    }
+}
+
+// Columns [n_begin, n_end) (multiples of 16) of C(m, ldc) = A(m, k) · Wᵀ for W arranged in
+// panels: four panels (64 columns) at a time, then the rest one panel at a time.
+inline void arranged_float_columns(const float* a, const float* w, float* c, std::size_t m, std::size_t k, std::size_t ldc,
+                                   std::size_t n_begin, std::size_t n_end) noexcept {
+    constexpr std::size_t group = 4 * float_panel_rows;
+    std::size_t r = n_begin;
+    for (; r + group <= n_end; r += group) {
+        const std::size_t next = r + group + group <= n_end ? r + group : r;  // (the last: itself again)
+        arranged_float_panels<4>(w + r * k, a, c + r, m, ldc, k, w + next * k);
+    }
+    for (; r < n_end; r += float_panel_rows) arranged_float_panels<1>(w + r * k, a, c + r, m, ldc, k, w + r * k);
+}
 }  // namespace tessera::cpu::avx512
 
 #if defined(__clang__)

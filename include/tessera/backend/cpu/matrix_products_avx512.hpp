@@ -93,6 +93,18 @@ inline void unrolled(F&& f) {
     (std::make_index_sequence<N>{});
 }
 
+// f(first_row, tile_index, rows) for the tiles of Max rows that cover m rows, the last one the
+// m % Max rows left; `rows` is a compile-time size (std::integral_constant), 1 to Max.
+template <std::size_t Max, class F>
+inline void row_tiles(std::size_t m, F&& f) {
+    std::size_t t = 0, j = 0;
+    for (; t + Max <= m; t += Max, ++j) f(t, j, std::integral_constant<std::size_t, Max>{});
+    const std::size_t rest = m - t;
+    unrolled<Max - 1>([&](auto i) {
+        if (rest == i + 1) f(t, j, std::integral_constant<std::size_t, i + 1>{});
+    });
+}
+
 // C tile (rows <= mr, cols <= nr; row stride ldc) = or += packed A panel · packed W panel.
 inline void micro_kernel(std::size_t depth, const float* ap, const float* wp, float* c, std::size_t ldc,
                          bool accumulate, std::size_t rows, std::size_t cols) {
@@ -257,18 +269,10 @@ inline void few_rows_tiles(const E* w, const float* a, float* c, std::size_t ldc
                            const E* next) noexcept {
     constexpr std::size_t t_max = 6;
     const std::size_t tiles = (rows + t_max - 1) / t_max;
-    std::size_t t = 0, j = 0;
     const auto share = [&](std::size_t tile) { return tile * R / tiles; };
-    for (; t + t_max <= rows; t += t_max, ++j) few_rows_tile<R, t_max>(w, a + t * k, c + t * ldc, ldc, k, next, share(j), share(j + 1));
-    const std::size_t b = share(j), e = share(j + 1);
-    switch (rows - t) {
-        case 5: few_rows_tile<R, 5>(w, a + t * k, c + t * ldc, ldc, k, next, b, e); break;
-        case 4: few_rows_tile<R, 4>(w, a + t * k, c + t * ldc, ldc, k, next, b, e); break;
-        case 3: few_rows_tile<R, 3>(w, a + t * k, c + t * ldc, ldc, k, next, b, e); break;
-        case 2: few_rows_tile<R, 2>(w, a + t * k, c + t * ldc, ldc, k, next, b, e); break;
-        case 1: few_rows_tile<R, 1>(w, a + t * k, c + t * ldc, ldc, k, next, b, e); break;
-        default: break;
-    }
+    row_tiles<t_max>(rows, [&](std::size_t t, std::size_t j, auto tile_rows) {
+        few_rows_tile<R, decltype(tile_rows)::value>(w, a + t * k, c + t * ldc, ldc, k, next, share(j), share(j + 1));
+    });
 }
 
 // Columns [n_begin, n_end) of C(m, ldc) = A(m, k) · W(·, k)ᵀ for few rows m; W float or bf16.
@@ -282,7 +286,6 @@ inline void few_rows_columns(const float* a, const E* w, float* c, std::size_t m
     for (; r + r_max <= n_end; r += r_max) few_rows_tiles<r_max>(w + r * k, a, c + r, ldc, k, m, w + std::min(r + r_max, n_end - r_max) * k);
     for (; r < n_end; ++r) few_rows_tiles<1>(w + r * k, a, c + r, ldc, k, m, w + r * k);
 }
-
 
 // Float weights arranged in place (arranged_weights.hpp): per panel of 16 rows of W, [k][16],
 // so that a product broadcasts each activation and multiplies 16 weight rows per instruction,
@@ -327,17 +330,9 @@ inline void arranged_float_tile(const float* panels, const float* a, float* c, s
 template <std::size_t P>
 inline void arranged_float_panels(const float* panels, const float* a, float* c, std::size_t m, std::size_t ldc, std::size_t k,
                                   const float* next) noexcept {
-    constexpr std::size_t t_max = 6;
-    std::size_t t = 0;
-    for (; t + t_max <= m; t += t_max) arranged_float_tile<t_max, P>(panels, a + t * k, c + t * ldc, ldc, k, next);
-    switch (m - t) {
-        case 5: arranged_float_tile<5, P>(panels, a + t * k, c + t * ldc, ldc, k, next); break;
-        case 4: arranged_float_tile<4, P>(panels, a + t * k, c + t * ldc, ldc, k, next); break;
-        case 3: arranged_float_tile<3, P>(panels, a + t * k, c + t * ldc, ldc, k, next); break;
-        case 2: arranged_float_tile<2, P>(panels, a + t * k, c + t * ldc, ldc, k, next); break;
-        case 1: arranged_float_tile<1, P>(panels, a + t * k, c + t * ldc, ldc, k, next); break;
-        default: break;
-    }
+    row_tiles<6>(m, [&](std::size_t t, std::size_t, auto tile_rows) {
+        arranged_float_tile<decltype(tile_rows)::value, P>(panels, a + t * k, c + t * ldc, ldc, k, next);
+    });
 }
 
 // Columns [n_begin, n_end) (multiples of 16) of C(m, ldc) = A(m, k) · Wᵀ for W arranged in

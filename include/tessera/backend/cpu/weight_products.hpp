@@ -285,14 +285,12 @@ inline void pack_activation_row(const QuantizedRow& x, std::size_t t, std::size_
     constexpr int shift = std::is_same_v<W, Q4_0> ? 8 : std::is_same_v<W, Q6_K> ? 32 : 128;
     constexpr std::size_t halves = offsets_per_block<W>;
     for (std::size_t b = 0; b < blocks; ++b) {
+        const std::int8_t* block = x.q.data() + b * 32;
+        // (Whole groups of 4 bytes and a separate sum: byte by byte, with the sum in the same
+        // loop, this packing took 7% of a 16-sequence Q8_0 step.)
+        for (std::size_t g = 0; g < 8; ++g) std::memcpy(q + (b * 8 + g) * 16 + t * 4, block + 4 * g, 4);
         int sums[2] = {};
-        for (std::size_t g = 0; g < 8; ++g) {
-            for (std::size_t i = 0; i < 4; ++i) {
-                const std::int8_t v = x.q[b * 32 + 4 * g + i];
-                q[(b * 8 + g) * 16 + t * 4 + i] = v;
-                sums[halves == 2 ? g / 4 : 0] += v;
-            }
-        }
+        for (std::size_t i = 0; i < 32; ++i) sums[halves == 2 ? i / 16 : 0] += block[i];
         d[b * packed_rows + t] = x.d[b];
         for (std::size_t h = 0; h < halves; ++h) offset[(b * halves + h) * packed_rows + t] = -shift * sums[h];
     }

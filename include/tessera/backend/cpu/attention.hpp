@@ -113,26 +113,33 @@ template <class KV>
     const std::size_t row = heads * dim;  // stride between positions
     const std::size_t widen_at = aligned_floats(attention_score_floats(tq, tk));
     if (tq >= attention_block_queries) {
-        // Per head: S = Q Kᵀ / √D as one matrix product, causal softmax row by row (masked
-        // entries become 0), O = S V. Computes the masked half too, but at matrix-product speed.
-        const auto rows_k = static_cast<Eigen::Index>(tk);
+        // Per head, per block of queries: S = Q Kᵀ / √D over the keys the block's last query
+        // sees, as one matrix product; causal softmax row by row (masked entries become 0); O =
+        // S V. The masked corner of each block is computed too, at matrix-product speed, but no
+        // key past the block's last query: for a whole prompt, a little over half the work of
+        // one square product (which cost 11% of a 512-token prompt's time, profiled).
+        constexpr std::size_t query_block = 64;
         pool.parallel_for(heads, 1, [&](std::size_t begin, std::size_t end, unsigned thread) {
-            MatrixMap scores = matrix(scratch[thread].data(), tq, tk, tk);
             float* widen = scratch[thread].data() + widen_at;
             for (std::size_t h = begin; h < end; ++h) {
-                const ConstMatrixMap qh = matrix(q + h * dim, tq, dim, row);
                 const ConstMatrixMap kh = head_rows(k, 0, tk, heads, dim, h, widen);
                 const ConstMatrixMap vh = head_rows(v, 0, tk, heads, dim, h, widen + tk * dim);
-                scores.noalias() = qh * kh.transpose();
-                for (std::size_t i = 0; i < tq; ++i) {
-                    const auto visible = static_cast<Eigen::Index>(tk - tq + i + 1);
-                    auto r = scores.row(static_cast<Eigen::Index>(i));
-                    auto p = r.head(visible).array();
-                    p = ((p - p.maxCoeff()) * scale).exp();
-                    p /= p.sum();
-                    r.tail(rows_k - visible).setZero();
+                for (std::size_t first = 0; first < tq; first += query_block) {
+                    const std::size_t rows = std::min(query_block, tq - first), keys = tk - tq + first + rows;
+                    const auto seen = static_cast<Eigen::Index>(keys);
+                    MatrixMap scores = matrix(scratch[thread].data(), rows, keys, keys);
+                    scores.noalias() = matrix(q + first * row + h * dim, rows, dim, row) * kh.topRows(seen).transpose();
+                    for (std::size_t i = 0; i < rows; ++i) {
+                        const auto visible = static_cast<Eigen::Index>(keys - rows + i + 1);
+                        auto r = scores.row(static_cast<Eigen::Index>(i));
+                        auto p = r.head(visible).array();
+                        p = ((p - p.maxCoeff()) * scale).exp();
+                        p /= p.sum();
+                        r.tail(seen - visible).setZero();
+                    }
+                    matrix(out + first * row + h * dim, rows, dim, row).noalias() =
+                        matrix(scratch[thread].data(), rows, keys, keys) * vh.topRows(seen);
                 }
-                matrix(out + h * dim, tq, dim, row).noalias() = matrix(scratch[thread].data(), tq, tk, tk) * vh;
             }
         });
         return;

@@ -33,11 +33,11 @@ struct bf16 {
 private:
     TESSERA_HOST_DEVICE static constexpr std::uint16_t round(float f) noexcept {
         const std::uint32_t u = detail::float_bits(f);
-        if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((u >> 16) | 0x0040u);  // quiet NaN
         // Round to nearest even on the 16 discarded bits; a carry may roll into the exponent,
-        // which is exactly right (up to infinity).
-        const std::uint32_t rounding = 0x7fffu + ((u >> 16) & 1u);
-        return static_cast<std::uint16_t>((u + rounding) >> 16);
+        // which is exactly right (up to infinity). A NaN stays a NaN, quiet. (Both computed and
+        // one chosen, without a branch, so that loops of conversions vectorise.)
+        const std::uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16, quiet_nan = (u >> 16) | 0x0040u;
+        return static_cast<std::uint16_t>((u & 0x7fffffffu) > 0x7f800000u ? quiet_nan : rounded);
     }
 };
 

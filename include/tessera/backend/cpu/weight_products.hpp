@@ -831,12 +831,16 @@ inline const AlignedBuffer<std::uint32_t>& pack_bf16_activations(ThreadPool& poo
             std::uint32_t* dst = packed.data() + tile * rows_per_tile * pairs;
             for (std::size_t t = 0; t < rows_per_tile; ++t) {
                 const std::size_t i = tile * rows_per_tile + t;
-                for (std::size_t j = 0; j < pairs; ++j) {
-                    const auto half = [&](std::size_t e) -> std::uint32_t {
-                        return i < m && e < k ? bf16(a[i * k + e]).bits : 0u;
-                    };
-                    dst[j * rows_per_tile + t] = half(2 * j) | (half(2 * j + 1) << 16);
+                if (i >= m) {  // the tile's missing rows
+                    for (std::size_t j = 0; j < pairs; ++j) dst[j * rows_per_tile + t] = 0;
+                    continue;
                 }
+                // (The bounds tested once per row, not per element: with them in the loop this
+                // packing took 6% of a bf16 512-token prompt, profiled.)
+                const float* x = a + i * k;
+                for (std::size_t j = 0; j < k / 2; ++j)
+                    dst[j * rows_per_tile + t] = std::uint32_t{bf16(x[2 * j]).bits} | std::uint32_t{bf16(x[2 * j + 1]).bits} << 16;
+                if (k % 2 != 0) dst[(pairs - 1) * rows_per_tile + t] = bf16(x[k - 1]).bits;
             }
         }
     });

@@ -306,7 +306,7 @@ inline void arrange_float_panel(const float* rows, std::size_t k, float* panel) 
 // line `ahead` steps on, running on into `next` (the P panels after these) at the end; a tile
 // of one row (decode) leaves the streaming to the hardware prefetcher: there the prefetches
 // took as many load slots as the loads, and decode measured 15-20% slower with them (2-vCPU
-// Zen 4, f32 tg128, 8 alternating pairs).
+// Zen 4, f32 tg128, four alternating rounds against the tiles with it).
 template <std::size_t T, std::size_t P>
 inline void arranged_float_tile(const float* panels, const float* a, float* c, std::size_t ldc, std::size_t k,
                                 const float* next) noexcept {

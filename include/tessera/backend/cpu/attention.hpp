@@ -1,6 +1,6 @@
 #pragma once
 // Causal multi-head attention on the host, exact softmax (scores kept, not streamed).
-#include <algorithm>   // std::max, std::all_of
+#include <algorithm>   // std::max, std::min, std::all_of
 #include <cmath>       // std::sqrt, INFINITY
 #include <span>        // std::span
 #include <type_traits> // std::is_same_v
@@ -19,9 +19,13 @@ inline constexpr std::size_t attention_block_queries = 16;
 // into the caches meanwhile.
 inline constexpr std::size_t attention_key_chunk = 32;
 
+// The matrix-product path takes a head's queries this many at a time, each block over the keys
+// its last query sees.
+inline constexpr std::size_t attention_query_block = 64;
+
 // Scratch floats per thread that causal_attention needs for the scores ...
 inline std::size_t attention_score_floats(std::size_t tq, std::size_t tk) noexcept {
-    return tq >= attention_block_queries ? tq * tk : tk;
+    return tq >= attention_block_queries ? std::min(tq, attention_query_block) * tk : tk;
 }
 // ... in all, with keys and values in bf16 of head_dim `bf16_dim` (0: float keys and values),
 // widened after the scores: a head's keys and values in the matrix-product path, a chunk of
@@ -118,14 +122,13 @@ template <class KV>
         // S V. The masked corner of each block is computed too, at matrix-product speed, but no
         // key past the block's last query: for a whole prompt, a little over half the work of
         // one square product (which cost 11% of a 512-token prompt's time, profiled).
-        constexpr std::size_t query_block = 64;
         pool.parallel_for(heads, 1, [&](std::size_t begin, std::size_t end, unsigned thread) {
             float* widen = scratch[thread].data() + widen_at;
             for (std::size_t h = begin; h < end; ++h) {
                 const ConstMatrixMap kh = head_rows(k, 0, tk, heads, dim, h, widen);
                 const ConstMatrixMap vh = head_rows(v, 0, tk, heads, dim, h, widen + tk * dim);
-                for (std::size_t first = 0; first < tq; first += query_block) {
-                    const std::size_t rows = std::min(query_block, tq - first), keys = tk - tq + first + rows;
+                for (std::size_t first = 0; first < tq; first += attention_query_block) {
+                    const std::size_t rows = std::min(attention_query_block, tq - first), keys = tk - tq + first + rows;
                     const auto seen = static_cast<Eigen::Index>(keys);
                     MatrixMap scores = matrix(scratch[thread].data(), rows, keys, keys);
                     scores.noalias() = matrix(q + first * row + h * dim, rows, dim, row) * kh.topRows(seen).transpose();
@@ -137,8 +140,7 @@ template <class KV>
                         p /= p.sum();
                         r.tail(seen - visible).setZero();
                     }
-                    matrix(out + first * row + h * dim, rows, dim, row).noalias() =
-                        matrix(scratch[thread].data(), rows, keys, keys) * vh.topRows(seen);
+                    matrix(out + first * row + h * dim, rows, dim, row).noalias() = scores * vh.topRows(seen);
                 }
             }
         });

@@ -314,11 +314,11 @@ inline void arranged_float_tile(const float* panels, const float* a, float* c, s
     __m512 acc[T][P];
     unrolled<T>([&](auto t) { unrolled<P>([&](auto p) { acc[t][p] = _mm512_setzero_ps(); }); });
     // (One loop: a lambda called from two loops was not inlined, and the accumulators left the registers.)
-    [[maybe_unused]] const float* const ahead_end = panels + k * v;  // where the prefetched lines run on into `next`
     for (std::size_t i = 0; i < k; ++i) {
         __m512 w[P];
         unrolled<P>([&](auto p) { w[p] = _mm512_loadu_ps(panels + p * k * v + i * v); });
         if constexpr (T > 1) {
+            const float* const ahead_end = panels + k * v;  // where the prefetched lines run on into `next`
             const float* line = panels + (i + ahead) * v;
             if (line >= ahead_end) line = next + (line - ahead_end);
             unrolled<P>([&](auto p) { _mm_prefetch(reinterpret_cast<const char*>(line + p * k * v), _MM_HINT_T0); });

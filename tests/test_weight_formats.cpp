@@ -272,55 +272,6 @@ TEST_CASE("A row's product has the same bits whatever other rows share the produ
 #endif
 }
 
-// The CPU's second Q8_0 layout, for the tied head in batched steps (Cpu::pack_weights,
-// Embedding::prepare_batches; the next test): W packed once, then the packed GEMM's own tiles, so every product of 2 or more rows has the
-// bits that GEMM gives with W packed per call, and a row the same bits whatever shares it.
-TEST_CASE("Q8_0 products over weights packed in advance have the packed GEMM's bits", "[formats][gemm]") {
-#if TESSERA_HAS_AVX512_KERNELS
-    if (!cpu::has_avx512_vnni()) {
-        WARN("without AVX-512 VNNI there is no packed layout: not checked");
-        return;
-    }
-    Cpu cpu(2);
-    std::mt19937 rng(5);
-    std::normal_distribution<float> normal;
-    for (const std::size_t n : {45, 64, 70}) {  // a partial last panel of 32 rows, and none
-        const std::size_t k = 800;
-        std::vector<float> w(n * k);
-        for (float& v : w) v = 0.02f * normal(rng);
-        Tensor<Q8_0, Extents<dyn, dyn>, Cpu> stored(n, k / 32);
-        WeightFormat<Q8_0>::quantize(w.data(), stored.data(), n * k);
-        const auto packed = cpu.pack_weights(stored.view());
-        REQUIRE(!packed.empty());
-        const std::size_t most = 40;
-        const Operands operands = random_operands(rng, n, most, k);
-        const auto& bias = operands.bias;
-        std::vector<float> last_alone;
-        for (std::size_t m = 1; m <= most; ++m) {
-            const auto rows = operands.last_rows(m);
-            Tensor<float, Extents<dyn, dyn>, Cpu> c(m, n), expected(m, n);
-            gemm(cpu, rows, stored, packed, bias, c);
-            if (m == 1) {
-                gemm(cpu, rows, stored, bias, expected);  // one row stays on gemv over W as stored
-            } else {
-                cpu::packed_integer_gemm(cpu.pool(), rows.data(), stored.data(), bias.data(), expected.data(), m, n, k);
-            }
-            INFO("n " << n << ", " << m << " rows");
-            REQUIRE(std::memcmp(c.data(), expected.data(), m * n * sizeof(float)) == 0);
-            const std::vector<float> last(c.data() + (m - 1) * n, c.data() + m * n);
-            if (m == 2) last_alone = last;
-            if (m > 2) CHECK(last == last_alone);
-        }
-    }
-    // Q4_0 has no second copy (its packed bytes would be twice its stored ones), and a Linear's
-    // Q8_0 and Q4_0 weights are arranged in place instead (below).
-    STATIC_REQUIRE(!HasPackedWeights<Cpu, Q4_0>);
-    STATIC_REQUIRE(HasPackedWeights<Cpu, Q8_0>);
-#else
-    WARN("no AVX-512 kernels in this build: not checked");
-#endif
-}
-
 // A Q4_0 model's Q6_K head in batched steps (Embedding::prepare_batches): packed once as the
 // Q8_0 head is, two scales per block of 32. One row stays on gemv over the stored blocks; from
 // two rows on every product is within a few float ulps of the double-precision one (8-bit
@@ -371,48 +322,105 @@ TEST_CASE("Q6_K products over the head's packed copy match the reference, a row 
 #endif
 }
 
-// The tied head as a batched step uses it (Embedding::prepare_batches, project): a Q8_0 table
-// packed like a Linear's weights, so its products of several rows have the packed GEMM's bits
-// (without the copy, every step packed all V rows again); one row stays on the table as stored.
-TEST_CASE("The Q8_0 head's products over its packed copy have the packed GEMM's bits", "[formats][gemm]") {
+// The tied head's Q8_0 and Q4_0 tables arranged in place once loaded (ArrangesTables,
+// Embedding::load): a Linear's arrangement over the whole groups of 32 rows, the last V % 32
+// rows as stored. Every product (one row included) must have the bits of the packed GEMM over
+// the table as stored, a row the same bits in any batch; gathered rows must be the stored
+// table's rows widened, the last rows' included; and an out-of-range id is still refused.
+namespace {
+// A checkpoint holding one table's blocks as stored (as a GGUF file of that format does).
+template <class W>
+class StoredTable final : public Checkpoint {
+public:
+    explicit StoredTable(const Tensor<W, Extents<dyn, dyn>, Cpu>& table) : table_(table) {}
+    const std::string& path() const override { return path_; }
+    void read_rows(const TensorRequest& request, std::size_t, std::span<float>) const override {
+        throw FormatError(path_ + ": " + request.name + " is not float");
+    }
+    bool stores_as(const TensorRequest&, WeightFormatId id) const override { return id == WeightFormat<W>::id; }
+    void read_stored_rows(const TensorRequest&, std::size_t first, std::span<std::byte> dst) const override {
+        std::memcpy(dst.data(), table_.data() + first * table_.extent(1), dst.size());
+    }
+
+private:
+    const Tensor<W, Extents<dyn, dyn>, Cpu>& table_;
+    std::string path_ = "table in memory";
+};
+
+template <class W>
+void check_arranged_table() {
     Cpu cpu(2);
     std::mt19937 rng(9);
     std::normal_distribution<float> normal;
-    const std::size_t vocab = 75, width = 800;
-    Embedding<dyn, dyn, Cpu, Q8_0> head(vocab, width);
-    std::vector<float> w(vocab * width);
+    const std::size_t vocab = 75, width = 800;  // two whole groups and 11 rows after them
+    std::vector<float> w(vocab * width), widened(vocab * width);
     for (float& v : w) v = 0.02f * normal(rng);
-    WeightFormat<Q8_0>::quantize(w.data(), head.table.data(), w.size());
-    CHECK(head.packed.empty());
-    head.prepare_batches(cpu);
+    Tensor<W, Extents<dyn, dyn>, Cpu> stored(vocab, width / 32);
+    WeightFormat<W>::quantize(w.data(), stored.data(), w.size());
+    WeightFormat<W>::dequantize(stored.data(), widened.data(), w.size());
+    Embedding<dyn, dyn, Cpu, W> head(vocab, width);
+    const StoredTable<W> file(stored);
+    head.load(WeightSource<Cpu>{file, "", cpu}, "wte.weight");
 #if TESSERA_HAS_AVX512_KERNELS
-    REQUIRE(head.packed.empty() == !cpu::has_avx512_vnni());
+    const bool arranges = cpu::has_avx512_vnni();
+#else
+    const bool arranges = false;
 #endif
+    INFO(WeightFormat<W>::name);
+    REQUIRE(head.packed.empty() == !arranges);
+    CHECK((std::memcmp(head.table.data(), stored.data(), stored.size() * sizeof(W)) != 0) == arranges);
+    // Rows gathered back out of the groups, and out of the rows after them.
+    const std::vector<TokenId> ids{0, 17, 31, 32, 63, 64, 70, 74};
+    Tensor<float, Extents<dyn, dyn>, Cpu> rows_out(ids.size(), width);
+    head(cpu, ids, rows_out);
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+        INFO("id " << ids[i]);
+        CHECK(std::memcmp(rows_out.data() + i * width, widened.data() + static_cast<std::size_t>(ids[i]) * width, width * sizeof(float)) == 0);
+    }
+    const TokenId outside = 75;
+    Tensor<float, Extents<dyn, dyn>, Cpu> one(1, width);
+    CHECK_THROWS_WITH(head(cpu, std::span<const TokenId>(&outside, 1), one), Catch::Contains("token id 75"));
+
     const Operands operands = random_operands(rng, vocab, 16, width);
+    std::vector<float> last_alone;
     for (const std::size_t m : {1, 2, 5, 16}) {
         const auto rows = operands.last_rows(m);
         Tensor<float, Extents<dyn, dyn>, Cpu> c(m, vocab), expected(m, vocab);
         head.project(cpu, rows, c);
-#if TESSERA_HAS_AVX512_KERNELS
-        if (m > 1 && !head.packed.empty()) {
-            cpu::packed_integer_gemm(cpu.pool(), rows.data(), head.table.data(), nullptr, expected.data(), m, vocab, width);
-        } else {
-            gemm(cpu, rows, head.table, expected);
-        }
-#else
-        gemm(cpu, rows, head.table, expected);
-#endif
         INFO(m << " rows");
+#if TESSERA_HAS_AVX512_KERNELS
+        if (arranges) {
+            cpu::packed_integer_gemm(cpu.pool(), rows.data(), stored.data(), nullptr, expected.data(), m, vocab, width);
+            REQUIRE(std::memcmp(c.data(), expected.data(), m * vocab * sizeof(float)) == 0);
+            const std::vector<float> last(c.data() + (m - 1) * vocab, c.data() + m * vocab);
+            if (m == 1) last_alone = last;
+            CHECK(last == last_alone);
+            continue;
+        }
+#endif
+        gemm(cpu, rows, stored, expected);
         CHECK(std::memcmp(c.data(), expected.data(), m * vocab * sizeof(float)) == 0);
     }
+}
+}  // namespace
+
+TEST_CASE("Q8_0 and Q4_0 head tables arranged in place: gathered rows and products", "[formats][gemm]") {
+    STATIC_REQUIRE(ArrangesTables<Cpu, Q8_0>);
+    STATIC_REQUIRE(ArrangesTables<Cpu, Q4_0>);
+    STATIC_REQUIRE(!ArrangesTables<Cpu, float>);
+    STATIC_REQUIRE(HasPackedWeights<Cpu, Q6_K>);
+    STATIC_REQUIRE(!HasPackedWeights<Cpu, Q8_0>);
+    check_arranged_table<Q8_0>();
+    check_arranged_table<Q4_0>();
 }
 
 // Q8_0, Q4_0, bf16 and float arranged in place once loaded (Cpu::arrange_weights,
 // cpu/arranged_weights.hpp): products of any number of rows, one included, must have the bits
 // of the packed GEMM over W as stored (which packs W per call into the same tiles; for float,
 // of one fused multiply-add chain per output in the order of k), match the double-precision
-// reference, and give a row the same bits whatever shares the product. A row count that is
-// not a multiple of 32 is left as stored.
+// reference, and give a row the same bits whatever shares the product. Q8_0 and Q4_0 arrange
+// the whole groups of 32 rows (the rest stay as stored after them); bf16 and float nothing
+// when the row count is not a multiple of 32.
 namespace {
 template <class W>
 void check_arranged_products() {
@@ -434,7 +442,7 @@ void check_arranged_products() {
             const bool arranges = (std::is_same_v<W, float>  ? cpu::has_avx512()
                                    : std::is_same_v<W, bf16> ? cpu::arranges_bf16()
                                                              : cpu::has_avx512_vnni()) &&
-                                  n % 32 == 0;
+                                  (std::is_same_v<W, Q8_0> || std::is_same_v<W, Q4_0> ? n >= 32 : n % 32 == 0);
 #else
             const bool arranges = false;
 #endif

@@ -89,6 +89,14 @@ concept ArrangesWeights = requires(B& b, MatrixView<const float, B> a, MatrixVie
     b.gemm(a, w, arranged, bias, c);
 };
 
+// Optional: a table stored as W (an embedding that is also the tied head) arranged in place as
+// ArrangesWeights arranges a Linear's weights, multiplied through the same gemm, and its rows
+// still gathered by id, out of the backend's order.
+template <class B, class W>
+concept ArrangesTables = ArrangesWeights<B, W> &&
+                         requires(B& b, MatrixView<const W, B> table, const typename B::template ArrangedWeights<W>& arranged,
+                                  std::span<const std::int32_t> ids, MatrixView<float, B> out) { b.gather_rows(table, arranged, ids, out); };
+
 // Whether backend B runs models whose weights are stored as W (every backend runs float).
 template <class B, class W>
 concept RunsWeightsAs = std::is_same_v<W, float> || (HasGemmWith<B, W> && HasGatherRowsWith<B, W>);

@@ -76,24 +76,18 @@ public:
               MatrixView<float, Cpu> c) {
         cpu::gemm_weights(*pool_, a.data(), w.data(), bias_or_null(bias), c.data(), a.extent(0), w.extent(0), a.extent(1));
     }
-    // A Q8_0 table packed once more for the tied head's products of several rows (a batched
+    // A Q4_0 model's Q6_K head packed once more for its products of several rows (a batched
     // step; HasPackedWeights, used by Embedding; empty without AVX-512 VNNI): the table stays
     // as stored for gather_rows. cpu::PackedIntegerWeights says what it costs.
     template <class W>
     using PackedWeights = cpu::PackedIntegerWeights;
-    // (And a Q4_0 model's Q6_K head, the same way.)
-    cpu::PackedIntegerWeights pack_weights(MatrixView<const Q8_0, Cpu> w) {
-        return cpu::pack_integer_weights(*pool_, w.data(), w.extent(0), w.extent(1) * WeightFormat<Q8_0>::block);
-    }
     cpu::PackedIntegerWeights pack_weights(MatrixView<const Q6_K, Cpu> w) {
         return cpu::pack_integer_weights(*pool_, w.data(), w.extent(0), w.extent(1) * WeightFormat<Q6_K>::block);
     }
-    template <class W>
-        requires std::is_same_v<W, Q8_0> || std::is_same_v<W, Q6_K>
-    void gemm(MatrixView<const float, Cpu> a, MatrixView<const W, Cpu> w, const cpu::PackedIntegerWeights& packed,
+    void gemm(MatrixView<const float, Cpu> a, MatrixView<const Q6_K, Cpu> w, const cpu::PackedIntegerWeights& packed,
               VectorView<const float, Cpu> bias, MatrixView<float, Cpu> c) {
         if (a.extent(0) < 2 || packed.empty()) return gemm(a, w, bias, c);  // one row: gemv over W as stored
-        cpu::prepacked_integer_gemm<W>(*pool_, a.data(), packed, bias_or_null(bias), c.data(), a.extent(0), w.extent(0), a.extent(1));
+        cpu::prepacked_q6_k_gemm(*pool_, a.data(), packed, bias_or_null(bias), c.data(), a.extent(0), w.extent(0), a.extent(1));
     }
     // A Linear's Q8_0, Q4_0, bf16 and float weights arranged in place once loaded (ArrangesWeights;
     // where the CPU has the instructions): cpu/arranged_weights.hpp says how and why.
@@ -183,6 +177,21 @@ public:
         const std::size_t c = out.extent(1), stored = table.extent(1);
         for (std::size_t i = 0; i < ids.size(); ++i)
             WeightFormat<W>::dequantize(table.data() + static_cast<std::size_t>(ids[i]) * stored, out.data() + i * c, c);
+    }
+    // Rows of a Q8_0 or Q4_0 table arranged in place (ArrangesTables: the tied head's table,
+    // multiplied as a Linear's arranged weights are), each block read back out of its group.
+    template <class W>
+        requires std::is_same_v<W, Q8_0> || std::is_same_v<W, Q4_0>
+    void gather_rows(MatrixView<const W, Cpu> table, const cpu::Arrangement& arranged, std::span<const std::int32_t> ids,
+                     MatrixView<float, Cpu> out) {
+        if (arranged.empty()) return gather_rows(table, ids, out);
+        const std::size_t n = table.extent(0), blocks = table.extent(1), c = out.extent(1);
+        for (std::size_t i = 0; i < ids.size(); ++i) {
+            for (std::size_t b = 0; b < blocks; ++b) {
+                const W block = cpu::arranged_block(table.data(), n, blocks, static_cast<std::size_t>(ids[i]), b);
+                WeightFormat<W>::dequantize(&block, out.data() + i * c + b * WeightFormat<W>::block, WeightFormat<W>::block);
+            }
+        }
     }
 
     // Each row's greedy token (HasArgmaxRows).

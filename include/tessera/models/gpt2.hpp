@@ -274,7 +274,7 @@ public:
         const auto normed = scratch_.normed.view().rows(0, t);
         ln_f_(*backend_, x, normed);
         Tensor<float, Extents<dyn, vocab_size>, B> all(t, shape_.vocab_size);
-        gemm(*backend_, normed, head(), all);
+        head_layer().project(*backend_, normed, all);
         return to_host(*backend_, all);
     }
 
@@ -310,7 +310,7 @@ private:
 
     const auto& head_layer() const { return lm_head_ ? *lm_head_ : wte_; }
     auto& head_layer() { return lm_head_ ? *lm_head_ : wte_; }
-    const auto& head() const { return head_layer().table; }
+    const auto& head() const { return head_layer().table; }  // (as stored unless ArrangesTables)
 
     // Queues the step (as one graph for a one-token step where the backend has graphs), and,
     // on a device backend with async downloads and when `download` is set, the copy of the
@@ -323,7 +323,11 @@ private:
             const auto normed = scratch_.normed.view().rows(0, n);
             if (n == 1) {
                 ln_f_(*backend_, x.rows(rows - 1, 1), normed);
-                gemv(*backend_, head(), normed.flat(), logits_.view().rows(0, 1).flat());
+                if constexpr (ArrangesTables<B, HeadW>) {  // (the arranged table's one-row product)
+                    head_layer().project(*backend_, normed, logits_.view().rows(0, 1));
+                } else {
+                    gemv(*backend_, head(), normed.flat(), logits_.view().rows(0, 1).flat());
+                }
             } else if constexpr (HasCopy<B>) {  // each sequence's last row, then one product
                 const auto last = scratch_.delta.view().rows(0, n);
                 for (std::size_t i = 0; i < n; ++i) copy(*backend_, x.rows(slices_[i].row + slices_[i].count - 1, 1), last.rows(i, 1));

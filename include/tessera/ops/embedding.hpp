@@ -14,11 +14,10 @@
 
 namespace tessera {
 
-// out(T, C) = table(V, C) rows ids[0..T), widened to float when the table is stored in a
-// narrower format (then it holds V rows of C / block elements). An id outside [0, V) is an
-// ArgumentError naming it and its position; nothing is written then.
-template <Backend B, TensorLike Table, TensorLike Out>
-void gather_rows(B& backend, const Table& table, std::span<const TokenId> ids, Out&& out) {
+namespace detail {
+// gather_rows' checks, then read(table operand, out operand) gathers.
+template <Backend B, TensorLike Table, TensorLike Out, class Read>
+void checked_gather(const Table& table, std::span<const TokenId> ids, Out&& out, Read&& read) {
     using ET = extents_of_t<Table>;
     using EO = extents_of_t<Out>;
     using Stored = value_type_of_t<Table>;
@@ -45,7 +44,24 @@ void gather_rows(B& backend, const Table& table, std::span<const TokenId> ids, O
                                 " is outside the model's vocabulary of " + std::to_string(v));
         }
     }
-    backend.gather_rows(tv, ids, ov);
+    read(tv, ov);
+}
+}  // namespace detail
+
+// out(T, C) = table(V, C) rows ids[0..T), widened to float when the table is stored in a
+// narrower format (then it holds V rows of C / block elements). An id outside [0, V) is an
+// ArgumentError naming it and its position; nothing is written then.
+template <Backend B, TensorLike Table, TensorLike Out>
+void gather_rows(B& backend, const Table& table, std::span<const TokenId> ids, Out&& out) {
+    detail::checked_gather<B>(table, ids, out, [&](const auto& tv, const auto& ov) { backend.gather_rows(tv, ids, ov); });
+}
+
+// The same from a table the backend arranged in place (ArrangesTables).
+template <Backend B, TensorLike Table, TensorLike Out>
+    requires ArrangesTables<B, value_type_of_t<Table>>
+void gather_rows(B& backend, const Table& table, const typename B::template ArrangedWeights<value_type_of_t<Table>>& arranged,
+                 std::span<const TokenId> ids, Out&& out) {
+    detail::checked_gather<B>(table, ids, out, [&](const auto& tv, const auto& ov) { backend.gather_rows(tv, arranged, ids, ov); });
 }
 
 }  // namespace tessera

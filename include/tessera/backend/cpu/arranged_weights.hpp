@@ -1,7 +1,8 @@
 #pragma once
 // Weights arranged in place, once after loading, so that products of any number of rows, one
 // row (decode) included, run the packed GEMMs' tiles over them as they lie: the same bytes in
-// another order, the same size, no second copy. Q8_0 and Q4_0 where the CPU has AVX-512 VNNI;
+// another order, the same size, no second copy. A Linear's weights, and the tied head's Q8_0 or
+// Q4_0 table, whose token rows are read back out of the order (arranged_block). Q8_0 and Q4_0 where the CPU has AVX-512 VNNI;
 // bf16 where it has AVX-512 BF16 but no AMX (whose tiles read bf16 rows as stored); float where
 // it has AVX-512.
 //
@@ -11,9 +12,9 @@
 // tiles that read W as stored multiply one row per vector. Q8_0 used to keep a second, packed
 // copy for batched steps instead (96 MB for GPT-2 124M); arranged, it needs none.
 //
-// Q8_0 and Q4_0, per group of 32 rows (n must be a multiple of 32, as every GPT-2 layer's is;
-// otherwise nothing is arranged), per block b of K / 32: 32 blocks' bytes at group + b * 32 *
-// sizeof(block), as
+// Q8_0 and Q4_0, per whole group of 32 rows (the last n % 32 rows stay as stored after them:
+// the tied head's 50,257; fewer than 32 rows are not arranged), per block b of K / 32: 32
+// blocks' bytes at group + b * 32 * sizeof(block), as
 //   [rows 0-15: vectors j, 64 bytes each, lane r = row r's qs[4j .. 4j + 4)]  [rows 16-31: the same]
 //   [rows 0-15: 16 f16 scales]  [rows 16-31: 16 f16 scales]
 // Q8_0: j = 0..7, a vector is the vpdpbusd operand of group j once its sign bits are flipped
@@ -27,11 +28,13 @@
 // float: per panel of 16 rows, [k][16] (avx512::arrange_float_panel): each activation is
 // broadcast and multiplies 16 weight rows per FMA, where the tiles over W as stored sum each
 // dot product across the lanes of its own accumulator (about half the FMA rate at 8-64 rows).
-#include <algorithm>  // std::copy
+#include <algorithm>  // std::copy, std::min
+#include <array>      // std::array
 #include <cstddef>    // std::size_t
 #include <cstdint>    // std::uint8_t
 #include <cstring>    // std::memcpy
 #include <type_traits>  // std::is_same_v
+#include <utility>    // std::index_sequence
 #include <vector>     // std::vector
 
 #include <tessera/backend/cpu/thread_pool.hpp>      // ThreadPool
@@ -88,12 +91,27 @@ void arrange_groups(ThreadPool& pool, T* w, std::size_t n, std::size_t row_eleme
     });
 }
 
-// Arranges Q8_0 or Q4_0 W(n, k) in place (k a multiple of 32) where the CPU has AVX-512 VNNI.
+// Block b of row `row` of an arranged W (n rows, `blocks` per row) as stored: the inverse of
+// arrange_integer_group, for gathering rows of an arranged table (the tied head's embedding).
+template <class W>
+W arranged_block(const W* w, std::size_t n, std::size_t blocks, std::size_t row, std::size_t b) noexcept {
+    if (row >= n / arranged_rows * arranged_rows) return w[row * blocks + b];  // (the rows after the whole groups)
+    constexpr std::size_t vectors = sizeof(W::qs) / 4, panel_bytes = panel_quant_bytes<W>;
+    const auto* src = reinterpret_cast<const std::uint8_t*>(w + row / arranged_rows * arranged_rows * blocks) + b * group_block_bytes<W>;
+    const std::size_t panel = row % arranged_rows / 16, lane = row % 16;
+    W block;
+    for (std::size_t j = 0; j < vectors; ++j) std::memcpy(block.qs + 4 * j, src + panel * panel_bytes + j * 64 + lane * 4, 4);
+    std::memcpy(&block.d.bits, src + 2 * panel_bytes + panel * 32 + lane * 2, 2);
+    return block;
+}
+
+// Arranges the whole groups of Q8_0 or Q4_0 W(n, k) in place (k a multiple of 32, n at least
+// 32) where the CPU has AVX-512 VNNI.
 template <class W>
     requires std::is_same_v<W, Q8_0> || std::is_same_v<W, Q4_0>
 Arrangement arrange_integer(ThreadPool& pool, W* w, std::size_t n, std::size_t k) {
 #if TESSERA_HAS_AVX512_KERNELS
-    if (!has_avx512_vnni() || n % arranged_rows != 0 || k % 32 != 0 || n == 0 || k == 0) return {};
+    if (!has_avx512_vnni() || n < arranged_rows || k % 32 != 0 || k == 0) return {};
     const std::size_t blocks = k / 32;
     arrange_groups(pool, w, n, blocks, [blocks](const W* rows, W* group) {
         arrange_integer_group(rows, blocks, reinterpret_cast<std::uint8_t*>(group));
@@ -184,19 +202,59 @@ struct ArrangedPanels {
 
 namespace tessera::cpu {
 
+// The rows after the whole groups of an arranged W (n % 32 of them, as stored) arranged as a
+// group of their own, zero rows after them, in the calling thread's room (grown once): the
+// tiles read the last columns as they read the others, the zero rows' scales 0 as the packed
+// GEMM over W as stored gives its missing rows.
+template <class W>
+const std::uint8_t* arranged_last_group(const W* w, std::size_t n, std::size_t blocks) {
+    thread_local std::vector<W> rows;
+    thread_local AlignedBuffer<std::uint8_t> group;
+    rows.assign(arranged_rows * blocks, W{});
+    std::copy(w + n / arranged_rows * arranged_rows * blocks, w + n * blocks, rows.begin());
+    if (group.size() < rows.size() * sizeof(W)) group = AlignedBuffer<std::uint8_t>(rows.size() * sizeof(W));
+    arrange_integer_group(rows.data(), blocks, group.data());
+    return group.data();
+}
+
+// Groups of 32 rows that one activation row (decode) multiplies in the same pass (packed_row):
+// Q8_0 4. Q4_0 1 (its tiles): on Zen 4, 2-4 groups of Q4_0 read 0.8-0.9x one group's rate for
+// k = 768 and 1.05-1.1x for k = 3,072 (medians of 12-16 rounds), while Q8_0 gained at every shape.
+template <class W>
+inline constexpr std::size_t decode_groups = std::is_same_v<W, Q8_0> ? 4 : 1;
+
 // C(m, n) = A(m, k) · W(n, k)ᵀ + bias for Q8_0 or Q4_0 weights arranged by arrange_integer,
 // any m >= 1: the packed integer GEMM's activations and tiles, the weights read as they lie. A
-// row's result is the same bits for every m (one row is a tile of one), so a sequence decodes
-// alike alone and in a batch.
+// row's result is the same bits for every m (one row is a tile of one, or packed_row's sums of
+// the same integers), so a sequence decodes alike alone and in a batch.
 template <class W>
 void arranged_integer_gemm(ThreadPool& pool, const float* a, const W* w, const float* bias, float* c, std::size_t m,
                            std::size_t n, std::size_t k) {
-    const std::size_t blocks = k / 32;
+    const std::size_t blocks = k / 32, whole = n / arranged_rows * arranged_rows;
     const auto* bytes = reinterpret_cast<const std::uint8_t*>(w);
+    const auto panels_at = [&](std::size_t col) {
+        return avx512vnni::ArrangedPanels<W>{col < whole ? bytes + col * blocks * sizeof(W) : arranged_last_group(w, n, blocks)};
+    };
     auto& packed = pack_activations<W>(pool, a, m, k);
-    packed_panels_gemm(pool, packed, [&](std::size_t col, std::size_t) {
-        return avx512vnni::ArrangedPanels<W>{bytes + col * blocks * sizeof(W)};
-    }, bias, c, m, n, k);
+    if (m > 1 || decode_groups<W> == 1) {
+        return packed_panels_gemm(pool, packed, [&](std::size_t col, std::size_t) { return panels_at(col); }, bias, c, m, n, k);
+    }
+    constexpr std::size_t together = decode_groups<W> * arranged_rows;
+    const auto row = [&]<std::size_t... g>(std::size_t col, std::index_sequence<g...>) {
+        avx512vnni::packed_row(packed.tile_q(0), packed.tile_d(0), packed.tile_offset(0), std::array{panels_at(col + g * arranged_rows)...},
+                               blocks, c + col);
+    };
+    pool.parallel_for(n, together, [&](std::size_t begin, std::size_t end) {
+        std::size_t col = begin;
+        for (; col + together <= std::min(end, whole); col += together) row(col, std::make_index_sequence<decode_groups<W>>{});
+        for (; col + arranged_rows <= std::min(end, whole); col += arranged_rows) row(col, std::make_index_sequence<1>{});
+        if (col < end) {  // the last rows, after the whole groups
+            float last[arranged_rows];
+            avx512vnni::packed_row(packed.tile_q(0), packed.tile_d(0), packed.tile_offset(0), std::array{panels_at(col)}, blocks, last);
+            std::copy(last, last + (end - col), c + col);
+        }
+        add_bias_columns(c, bias, m, n, begin, end);
+    });
 }
 
 // C(m, n) = A(m, k) · W(n, k)ᵀ + bias for bf16 weights arranged by arrange_bf16, any m >= 1:

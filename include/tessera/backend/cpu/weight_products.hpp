@@ -19,6 +19,7 @@
 // (64 multiply-adds per instruction); otherwise each task dequantizes a panel of W to float and
 // runs the float product on it (the AVX-512 packed kernel or Eigen).
 #include <algorithm>  // std::min
+#include <array>      // std::array
 #include <cmath>      // std::fabs, std::nearbyint
 #include <cstddef>    // std::size_t
 #include <cstdint>    // std::int8_t
@@ -452,6 +453,52 @@ inline void packed_tile(const std::int8_t* aq, const float* ad, const std::int32
     });
 }
 
+// One activation row (a decode step) times G groups of 32 weight rows (one scale per block:
+// BytePanels or ArrangedPanels), C[0, 32 G): packed_tile<1> over each group, the G groups in
+// the same pass, so that each thread reads G streams through memory instead of one. Measured
+// on Zen 4 (one row, 2 threads, cold arranged Q8_0, medians of 12 alternating rounds): G = 4
+// streamed 1.09-1.16x packed_tile<1>'s rate, G = 2 1.04-1.15x, G = 8 0.84x (its 48 live
+// vectors spill). The 8 vpdpbusd of a block run as two chains of 4 (packed_tile's one chain of
+// 8 waits ~40 cycles a block); integer sums are exact, so each result is packed_tile<1>'s bits.
+template <std::size_t G, class Panels>
+    requires(scale_halves<Panels> == 1)
+inline void packed_row(const std::int8_t* aq, const float* ad, const std::int32_t* aoff, const std::array<Panels, G>& w,
+                       std::size_t blocks, float* c) noexcept {
+    __m512 acc[G][2];
+    unrolled<G>([&](auto g) { acc[g][0] = acc[g][1] = _mm512_setzero_ps(); });
+    for (std::size_t b = 0; b < blocks; ++b) {
+        __m512i sums[G][2][2];  // [group][panel][groups j, groups j + 4]
+        const __m512i offset = _mm512_set1_epi32(aoff[b * packed_rows]);
+        unrolled<G>([&](auto g) {
+            for (std::size_t p = 0; p < 2; ++p) sums[g][p][0] = offset, sums[g][p][1] = _mm512_setzero_si512();
+        });
+        for (std::size_t j = 0; j < 4; ++j) {
+            std::int32_t four_low, four_high;
+            std::memcpy(&four_low, aq + (b * 8 + j) * 16, 4);
+            std::memcpy(&four_high, aq + (b * 8 + j + 4) * 16, 4);
+            const __m512i x_low = _mm512_set1_epi32(four_low), x_high = _mm512_set1_epi32(four_high);
+            unrolled<G>([&](auto g) {
+                for (std::size_t p = 0; p < 2; ++p) {
+                    const GroupPair wp = w[g].groups(b, p, j);
+                    sums[g][p][0] = _mm512_dpbusd_epi32(sums[g][p][0], wp.low, x_low);
+                    sums[g][p][1] = _mm512_dpbusd_epi32(sums[g][p][1], wp.high, x_high);
+                }
+            });
+        }
+        const __m512 da = _mm512_set1_ps(ad[b * packed_rows]);
+        unrolled<G>([&](auto g) {
+            for (std::size_t p = 0; p < 2; ++p) {
+                const __m512i sum = _mm512_add_epi32(sums[g][p][0], sums[g][p][1]);
+                acc[g][p] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(w[g].scales(b, p), da), acc[g][p]);
+            }
+        });
+    }
+    unrolled<G>([&](auto g) {
+        _mm512_storeu_ps(c + g * 32, acc[g][0]);
+        _mm512_storeu_ps(c + g * 32 + 16, acc[g][1]);
+    });
+}
+
 // Many rows times bf16 weights: a packed GEMM on vdpbf16ps, which multiplies pairs of bf16 and
 // adds both products to a float lane: 32 multiply-adds per instruction, twice an FMA's. The
 // activations are rounded to bf16 (to nearest, ties to even) as llama.cpp does for bf16
@@ -768,51 +815,39 @@ void packed_integer_gemm(ThreadPool& pool, const float* a, const W* w, const flo
     }, bias, c, m, n, k);
 }
 
-// A Q8_0 table also kept packed as packed_integer_gemm packs it per call, for the tied head's
-// products of several rows (a model reserved for batched steps), whose table must stay as
-// stored for gather_rows (a Linear's weights are arranged in place instead: arranged_weights.hpp):
-// over W packed in advance the GEMM is 1.1x (2 rows) to 1.8x (8 rows) faster than the few-row
-// tiles over W as stored (cold weights; bench/RESULTS.md), at the cost of a second copy (36
-// bytes per 32 instead of 34). A Q4_0 model's Q6_K head likewise (40 bytes per 32 instead of
-// 26.25): its tiles over the stored super-blocks unpack them again for every 4 activation
-// rows, 2.2x slower than the packed GEMM at 16 rows. Empty where the CPU lacks AVX-512 VNNI.
+// A Q4_0 model's Q6_K head also kept packed (pack_q6_k_panels: 40 bytes per 32 weights instead
+// of 26.25), for its products of several rows (a model reserved for batched steps): its tiles
+// over the stored super-blocks unpack them again for every 4 activation rows, 2.2x slower than
+// the packed GEMM at 16 rows. (A Q8_0 head is arranged in place instead, as a Linear's weights
+// are: arranged_weights.hpp.) Empty where the CPU lacks AVX-512 VNNI.
 struct PackedIntegerWeights {
     AlignedBuffer<std::uint8_t> q;  // per panel of 32 rows: 32 x k bytes
-    AlignedBuffer<float> d;         // per panel: 32 x k / 32 scales (Q6_K: 32 x k / 16)
+    AlignedBuffer<float> d;         // per panel: 32 x k / 16 scales
     bool empty() const noexcept { return q.size() == 0; }
 };
 
-// Q8_0, or Q6_K (a Q4_0 model's head: pack_q6_k_panels, two scales per block of 32).
-template <class W>
-    requires std::is_same_v<W, Q8_0> || std::is_same_v<W, Q6_K>
-PackedIntegerWeights pack_integer_weights(ThreadPool& pool, const W* w, std::size_t n, std::size_t k) {
+inline PackedIntegerWeights pack_integer_weights(ThreadPool& pool, const Q6_K* w, std::size_t n, std::size_t k) {
     PackedIntegerWeights p;
-    if (!has_avx512_vnni() || k % WeightFormat<W>::block != 0) return p;
-    const std::size_t panels = (n + 31) / 32, blocks = k / 32, stored = stored_elements<W>(k), scales = blocks * avx512vnni::offsets_per_block<W>;
+    if (!has_avx512_vnni() || k % WeightFormat<Q6_K>::block != 0) return p;
+    const std::size_t panels = (n + 31) / 32, stored = stored_elements<Q6_K>(k), scales = k / 32 * avx512vnni::offsets_per_block<Q6_K>;
     p.q = AlignedBuffer<std::uint8_t>(panels * 32 * k);
     p.d = AlignedBuffer<float>(panels * 32 * scales);
     pool.parallel_for(panels, 1, [&](std::size_t begin, std::size_t end) {
         for (std::size_t i = begin; i < end; ++i) {
             const std::size_t rows = std::min<std::size_t>(32, n - i * 32);
-            if constexpr (std::is_same_v<W, Q6_K>) {
-                avx512vnni::pack_q6_k_panels(w + i * 32 * stored, stored, rows, p.q.data() + i * 32 * k, p.d.data() + i * 32 * scales);
-            } else {
-                avx512vnni::pack_weight_panels(w + i * 32 * stored, stored, rows, p.q.data() + i * 32 * k, p.d.data() + i * 32 * scales);
-            }
+            avx512vnni::pack_q6_k_panels(w + i * 32 * stored, stored, rows, p.q.data() + i * 32 * k, p.d.data() + i * 32 * scales);
         }
     });
     return p;
 }
 
-// C(m, n) = A(m, k) · W(n, k)ᵀ + bias over W packed in advance (m >= 2).
-template <class W>
-void prepacked_integer_gemm(ThreadPool& pool, const float* a, const PackedIntegerWeights& w, const float* bias, float* c,
-                            std::size_t m, std::size_t n, std::size_t k) {
-    const std::size_t scales = k / 32 * avx512vnni::offsets_per_block<W>;
-    auto& packed = pack_activations<W>(pool, a, m, k);
+// C(m, n) = A(m, k) · W(n, k)ᵀ + bias over Q6_K W packed in advance (m >= 2).
+inline void prepacked_q6_k_gemm(ThreadPool& pool, const float* a, const PackedIntegerWeights& w, const float* bias, float* c,
+                                std::size_t m, std::size_t n, std::size_t k) {
+    const std::size_t scales = k / 32 * avx512vnni::offsets_per_block<Q6_K>;
+    auto& packed = pack_activations<Q6_K>(pool, a, m, k);
     packed_panels_gemm(pool, packed, [&](std::size_t col, std::size_t) {
-        if constexpr (std::is_same_v<W, Q6_K>) return avx512vnni::SixBitPanels{w.q.data() + col * k, w.d.data() + col * scales};
-        else return avx512vnni::BytePanels{w.q.data() + col * k, w.d.data() + col * scales};
+        return avx512vnni::SixBitPanels{w.q.data() + col * k, w.d.data() + col * scales};
     }, bias, c, m, n, k);
 }
 

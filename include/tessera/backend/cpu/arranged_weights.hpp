@@ -263,6 +263,21 @@ void arranged_integer_gemm(ThreadPool& pool, const float* a, const W* w, const f
 inline void arranged_bf16_gemm(ThreadPool& pool, const float* a, const bf16* w, const float* bias, float* c, std::size_t m,
                                std::size_t n, std::size_t k) {
     const auto* halves = reinterpret_cast<const std::uint16_t*>(w);
+    if (m == 1) {  // decode: four groups per pass (bf16_row), the same bits as a tile of one
+        constexpr std::size_t groups = 4, together = groups * arranged_rows;
+        const std::size_t pairs = (k + 1) / 2;
+        const std::uint32_t* packed = pack_bf16_activations(pool, a, 1, k, 1, pairs).data();  // (the row alone)
+        const auto row = [&]<std::size_t... g>(std::size_t col, std::index_sequence<g...>) {
+            avx512vnni::bf16_row(packed, std::array{halves + (col + g * arranged_rows) * k...}, pairs, c + col);
+        };
+        pool.parallel_for(n, together, [&](std::size_t begin, std::size_t end) {
+            std::size_t col = begin;
+            for (; col + together <= end; col += together) row(col, std::make_index_sequence<groups>{});
+            for (; col < end; col += arranged_rows) row(col, std::make_index_sequence<1>{});
+            add_bias_columns(c, bias, m, n, begin, end);
+        });
+        return;
+    }
     bf16_panels_gemm(pool, a, [&](std::size_t col, std::size_t) { return halves + col * k; }, bias, c, m, n, k);
 }
 

@@ -322,11 +322,13 @@ TEST_CASE("Q6_K products over the head's packed copy match the reference, a row 
 #endif
 }
 
-// The tied head's Q8_0 and Q4_0 tables arranged in place once loaded (ArrangesTables,
+// The tied head's float, bf16, Q8_0 and Q4_0 tables arranged in place once loaded (ArrangesTables,
 // Embedding::load): a Linear's arrangement over the whole groups of 32 rows, the last V % 32
 // rows as stored. Every product (one row included) must have the bits of the packed GEMM over
-// the table as stored, a row the same bits in any batch; gathered rows must be the stored
-// table's rows widened, the last rows' included; and an out-of-range id is still refused.
+// the table as stored (float: one fused multiply-add chain per output in the order of k; bf16
+// where arranges_bf16(): the packed vdpbf16ps GEMM), a
+// row the same bits in any batch; gathered rows must be the stored table's rows widened, the
+// last rows' included; and an out-of-range id is still refused.
 namespace {
 // A checkpoint holding one table's blocks as stored (as a GGUF file of that format does).
 template <class W>
@@ -334,8 +336,9 @@ class StoredTable final : public Checkpoint {
 public:
     explicit StoredTable(const Tensor<W, Extents<dyn, dyn>, Cpu>& table) : table_(table) {}
     const std::string& path() const override { return path_; }
-    void read_rows(const TensorRequest& request, std::size_t, std::span<float>) const override {
-        throw FormatError(path_ + ": " + request.name + " is not float");
+    void read_rows(const TensorRequest& request, std::size_t first, std::span<float> dst) const override {
+        if constexpr (!std::is_same_v<W, float>) throw FormatError(path_ + ": " + request.name + " is not float");
+        else std::memcpy(dst.data(), table_.data() + first * table_.extent(1), dst.size_bytes());
     }
     bool stores_as(const TensorRequest&, WeightFormatId id) const override { return id == WeightFormat<W>::id; }
     void read_stored_rows(const TensorRequest&, std::size_t first, std::span<std::byte> dst) const override {
@@ -355,14 +358,16 @@ void check_arranged_table() {
     const std::size_t vocab = 75, width = 800;  // two whole groups and 11 rows after them
     std::vector<float> w(vocab * width), widened(vocab * width);
     for (float& v : w) v = 0.02f * normal(rng);
-    Tensor<W, Extents<dyn, dyn>, Cpu> stored(vocab, width / 32);
+    Tensor<W, Extents<dyn, dyn>, Cpu> stored(vocab, width / WeightFormat<W>::block);
     WeightFormat<W>::quantize(w.data(), stored.data(), w.size());
     WeightFormat<W>::dequantize(stored.data(), widened.data(), w.size());
     Embedding<dyn, dyn, Cpu, W> head(vocab, width);
     const StoredTable<W> file(stored);
     head.load(WeightSource<Cpu>{file, "", cpu}, "wte.weight");
 #if TESSERA_HAS_AVX512_KERNELS
-    const bool arranges = cpu::has_avx512_vnni();
+    const bool arranges = std::is_same_v<W, float>  ? cpu::has_avx512()
+                          : std::is_same_v<W, bf16> ? cpu::arranges_bf16()
+                                                    : cpu::has_avx512_vnni();
 #else
     const bool arranges = false;
 #endif
@@ -390,7 +395,18 @@ void check_arranged_table() {
         INFO(m << " rows");
 #if TESSERA_HAS_AVX512_KERNELS
         if (arranges) {
-            cpu::packed_integer_gemm(cpu.pool(), rows.data(), stored.data(), nullptr, expected.data(), m, vocab, width);
+            if constexpr (std::is_same_v<W, float>) {
+                for (std::size_t t = 0; t < m; ++t)
+                    for (std::size_t j = 0; j < vocab; ++j) {
+                        float sum = 0.0f;
+                        for (std::size_t i = 0; i < width; ++i) sum = std::fma(rows.data()[t * width + i], w[j * width + i], sum);
+                        expected.data()[t * vocab + j] = sum;
+                    }
+            } else if constexpr (std::is_same_v<W, bf16>) {
+                cpu::packed_bf16_gemm(cpu.pool(), rows.data(), stored.data(), nullptr, expected.data(), m, vocab, width);
+            } else {
+                cpu::packed_integer_gemm(cpu.pool(), rows.data(), stored.data(), nullptr, expected.data(), m, vocab, width);
+            }
             REQUIRE(std::memcmp(c.data(), expected.data(), m * vocab * sizeof(float)) == 0);
             const std::vector<float> last(c.data() + (m - 1) * vocab, c.data() + m * vocab);
             if (m == 1) last_alone = last;
@@ -404,12 +420,16 @@ void check_arranged_table() {
 }
 }  // namespace
 
-TEST_CASE("Q8_0 and Q4_0 head tables arranged in place: gathered rows and products", "[formats][gemm]") {
+TEST_CASE("Head tables arranged in place: gathered rows and products", "[formats][gemm]") {
+    STATIC_REQUIRE(ArrangesTables<Cpu, float>);
+    STATIC_REQUIRE(ArrangesTables<Cpu, bf16>);
     STATIC_REQUIRE(ArrangesTables<Cpu, Q8_0>);
     STATIC_REQUIRE(ArrangesTables<Cpu, Q4_0>);
-    STATIC_REQUIRE(!ArrangesTables<Cpu, float>);
+    STATIC_REQUIRE(!ArrangesTables<Cpu, Q6_K>);
     STATIC_REQUIRE(HasPackedWeights<Cpu, Q6_K>);
     STATIC_REQUIRE(!HasPackedWeights<Cpu, Q8_0>);
+    check_arranged_table<float>();
+    check_arranged_table<bf16>();
     check_arranged_table<Q8_0>();
     check_arranged_table<Q4_0>();
 }
@@ -418,9 +438,8 @@ TEST_CASE("Q8_0 and Q4_0 head tables arranged in place: gathered rows and produc
 // cpu/arranged_weights.hpp): products of any number of rows, one included, must have the bits
 // of the packed GEMM over W as stored (which packs W per call into the same tiles; for float,
 // of one fused multiply-add chain per output in the order of k), match the double-precision
-// reference, and give a row the same bits whatever shares the product. Q8_0 and Q4_0 arrange
-// the whole groups of 32 rows (the rest stay as stored after them); bf16 and float nothing
-// when the row count is not a multiple of 32.
+// reference, and give a row the same bits whatever shares the product. The whole groups of 32
+// rows are arranged, the rest stay as stored after them (fewer than 32 rows: nothing).
 namespace {
 template <class W>
 void check_arranged_products() {
@@ -442,7 +461,7 @@ void check_arranged_products() {
             const bool arranges = (std::is_same_v<W, float>  ? cpu::has_avx512()
                                    : std::is_same_v<W, bf16> ? cpu::arranges_bf16()
                                                              : cpu::has_avx512_vnni()) &&
-                                  (std::is_same_v<W, Q8_0> || std::is_same_v<W, Q4_0> ? n >= 32 : n % 32 == 0);
+                                  n >= 32;
 #else
             const bool arranges = false;
 #endif

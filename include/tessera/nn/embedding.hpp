@@ -1,8 +1,8 @@
 #pragma once
 // Embedding<V, C, B, W>: token ids to rows of a (V, C) table, stored as W (float, or bf16 /
 // Q8_0 / Q4_0 widened row by row when gathered); also the tied LM head's weight (project). A
-// backend may arrange the table in place once loaded (ArrangesTables: the CPU's Q8_0 and Q4_0)
-// so that the head reads it as a Linear reads its arranged weights.
+// backend may arrange the table in place once loaded (ArrangesTables: the CPU's f32, bf16, Q8_0
+// and Q4_0) so that the head reads it as a Linear reads its arranged weights.
 #include <cstddef>  // std::size_t
 #include <span>     // std::span
 #include <string>   // std::string
@@ -35,7 +35,7 @@ struct Embedding {
     // (V, C / block); on a backend that ArrangesTables, in its own order once loaded, so read it
     // only through operator() and project.
     Tensor<W, Extents<V, C == dyn ? dyn : C / block>, B> table;
-    // What arranging the table did (load; ArrangesTables: the CPU's Q8_0 and Q4_0), or the
+    // What arranging the table did (load; ArrangesTables: the CPU's f32, bf16, Q8_0, Q4_0), or the
     // backend's packed copy of it for the head's products of several rows (a batched step;
     // HasPackedWeights: the CPU's Q6_K), empty until prepare_batches.
     [[no_unique_address]] typename detail::TableLayoutOf<B, W>::type packed{};

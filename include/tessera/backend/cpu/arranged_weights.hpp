@@ -1,8 +1,8 @@
 #pragma once
 // Weights arranged in place, once after loading, so that products of any number of rows, one
 // row (decode) included, run the packed GEMMs' tiles over them as they lie: the same bytes in
-// another order, the same size, no second copy. A Linear's weights, and the tied head's Q8_0 or
-// Q4_0 table, whose token rows are read back out of the order (arranged_block). Q8_0 and Q4_0 where the CPU has AVX-512 VNNI;
+// another order, the same size, no second copy. A Linear's weights, and the tied head's table,
+// whose token rows are read back out of the order (arranged_block, arranged_bf16, arranged_float). Q8_0 and Q4_0 where the CPU has AVX-512 VNNI;
 // bf16 where it has AVX-512 BF16 but no AMX (whose tiles read bf16 rows as stored); float where
 // it has AVX-512.
 //
@@ -12,9 +12,9 @@
 // tiles that read W as stored multiply one row per vector. Q8_0 used to keep a second, packed
 // copy for batched steps instead (96 MB for GPT-2 124M); arranged, it needs none.
 //
-// Q8_0 and Q4_0, per whole group of 32 rows (the last n % 32 rows stay as stored after them:
-// the tied head's 50,257; fewer than 32 rows are not arranged), per block b of K / 32: 32
-// blocks' bytes at group + b * 32 * sizeof(block), as
+// Every format per whole group of 32 rows (the last n % 32 rows stay as stored after them: the
+// tied head's 50,257; fewer than 32 rows are not arranged). Q8_0 and Q4_0, per block b of
+// K / 32: 32 blocks' bytes at group + b * 32 * sizeof(block), as
 //   [rows 0-15: vectors j, 64 bytes each, lane r = row r's qs[4j .. 4j + 4)]  [rows 16-31: the same]
 //   [rows 0-15: 16 f16 scales]  [rows 16-31: 16 f16 scales]
 // Q8_0: j = 0..7, a vector is the vpdpbusd operand of group j once its sign bits are flipped
@@ -132,10 +132,18 @@ inline bool arranges_bf16() noexcept {
 #endif
 }
 
-// Arranges bf16 W(n, k) in place (k even) where arranges_bf16().
+// Element e of row `row` of a bf16 W(n, k) arranged by arrange_bf16 (the rows after the whole
+// groups as stored): for gathering rows of an arranged table.
+inline bf16 arranged_bf16(const bf16* w, std::size_t n, std::size_t k, std::size_t row, std::size_t e) noexcept {
+    if (row >= n / arranged_rows * arranged_rows) return w[row * k + e];
+    const std::size_t panel = row % arranged_rows / 16, lane = row % 16;
+    return w[row / arranged_rows * arranged_rows * k + (e / 2 * 2 + panel) * 32 + lane * 2 + e % 2];
+}
+
+// Arranges the whole groups of bf16 W(n, k) in place (k even, n at least 32) where arranges_bf16().
 inline Arrangement arrange_bf16(ThreadPool& pool, bf16* w, std::size_t n, std::size_t k) {
 #if TESSERA_HAS_AVX512_KERNELS
-    if (!arranges_bf16() || n % arranged_rows != 0 || k % 2 != 0 || n == 0 || k == 0) return {};
+    if (!arranges_bf16() || n < arranged_rows || k % 2 != 0 || k == 0) return {};
     arrange_groups(pool, w, n, k, [k](const bf16* rows, bf16* group) {
         avx512vnni::pack_bf16_panels(rows, k, arranged_rows, reinterpret_cast<std::uint16_t*>(group));
     });
@@ -146,10 +154,18 @@ inline Arrangement arrange_bf16(ThreadPool& pool, bf16* w, std::size_t n, std::s
 #endif
 }
 
-// Arranges float W(n, k) in place where the CPU has AVX-512.
+// Element i of row `row` of a float W(n, k) arranged by arrange_float (the rows after the whole
+// groups as stored): for gathering rows of an arranged table.
+inline float arranged_float(const float* w, std::size_t n, std::size_t k, std::size_t row, std::size_t i) noexcept {
+    constexpr std::size_t panel_rows = 16;  // (avx512::float_panel_rows, outside the AVX-512 region)
+    if (row >= n / arranged_rows * arranged_rows) return w[row * k + i];
+    return w[row / panel_rows * panel_rows * k + i * panel_rows + row % panel_rows];
+}
+
+// Arranges the whole groups of float W(n, k) in place (n at least 32) where the CPU has AVX-512.
 inline Arrangement arrange_float(ThreadPool& pool, float* w, std::size_t n, std::size_t k) {
 #if TESSERA_HAS_AVX512_KERNELS
-    if (!has_avx512() || n % arranged_rows != 0 || n == 0 || k == 0) return {};
+    if (!has_avx512() || n < arranged_rows || k == 0) return {};
     arrange_groups(pool, w, n, k, [k](const float* rows, float* group) {
         for (std::size_t p = 0; p < arranged_rows; p += avx512::float_panel_rows) avx512::arrange_float_panel(rows + p * k, k, group + p * k);
     });
@@ -263,32 +279,57 @@ void arranged_integer_gemm(ThreadPool& pool, const float* a, const W* w, const f
 inline void arranged_bf16_gemm(ThreadPool& pool, const float* a, const bf16* w, const float* bias, float* c, std::size_t m,
                                std::size_t n, std::size_t k) {
     const auto* halves = reinterpret_cast<const std::uint16_t*>(w);
-    if (m == 1) {  // decode: four groups per pass (bf16_row), the same bits as a tile of one
-        constexpr std::size_t groups = 4, together = groups * arranged_rows;
-        const std::size_t pairs = (k + 1) / 2;
-        const std::uint32_t* packed = pack_bf16_activations(pool, a, 1, k, 1, pairs).data();  // (the row alone)
-        const auto row = [&]<std::size_t... g>(std::size_t col, std::index_sequence<g...>) {
-            avx512vnni::bf16_row(packed, std::array{halves + (col + g * arranged_rows) * k...}, pairs, c + col);
-        };
-        pool.parallel_for(n, together, [&](std::size_t begin, std::size_t end) {
-            std::size_t col = begin;
-            for (; col + together <= end; col += together) row(col, std::make_index_sequence<groups>{});
-            for (; col < end; col += arranged_rows) row(col, std::make_index_sequence<1>{});
-            add_bias_columns(c, bias, m, n, begin, end);
-        });
-        return;
-    }
-    bf16_panels_gemm(pool, a, [&](std::size_t col, std::size_t) { return halves + col * k; }, bias, c, m, n, k);
+    const std::size_t whole = n / arranged_rows * arranged_rows, pairs = (k + 1) / 2;
+    // Rows [col, col + 32) as the tiles read them: the last rows (after the whole groups, as
+    // stored) packed per call, zero rows after them, into the calling thread's room.
+    const auto group_at = [&](std::size_t col) -> const std::uint16_t* {
+        if (col < whole) return halves + col * k;
+        thread_local AlignedBuffer<std::uint16_t> last;
+        if (last.size() < arranged_rows * 2 * pairs) last = AlignedBuffer<std::uint16_t>(arranged_rows * 2 * pairs);
+        avx512vnni::pack_bf16_panels(w + whole * k, k, n - whole, last.data());
+        return last.data();
+    };
+    if (m > 1) return bf16_panels_gemm(pool, a, [&](std::size_t col, std::size_t) { return group_at(col); }, bias, c, m, n, k);
+    // Decode: four groups per pass (bf16_row), the same bits as a tile of one.
+    constexpr std::size_t groups = 4, together = groups * arranged_rows;
+    const std::uint32_t* packed = pack_bf16_activations(pool, a, 1, k, 1, pairs).data();  // (the row alone)
+    const auto row = [&]<std::size_t... g>(std::size_t col, std::index_sequence<g...>) {
+        avx512vnni::bf16_row(packed, std::array{halves + (col + g * arranged_rows) * k...}, pairs, c + col);
+    };
+    pool.parallel_for(n, together, [&](std::size_t begin, std::size_t end) {
+        std::size_t col = begin;
+        for (; col + together <= std::min(end, whole); col += together) row(col, std::make_index_sequence<groups>{});
+        for (; col + arranged_rows <= std::min(end, whole); col += arranged_rows) row(col, std::make_index_sequence<1>{});
+        if (col < end) {  // the last rows, after the whole groups
+            float last[arranged_rows];
+            avx512vnni::bf16_row(packed, std::array{group_at(col)}, pairs, last);
+            std::copy(last, last + (end - col), c + col);
+        }
+        add_bias_columns(c, bias, m, n, begin, end);
+    });
 }
 
 // C(m, n) = A(m, k) · W(n, k)ᵀ + bias for float weights arranged by arrange_float, any m >= 1
-// (avx512::arranged_float_columns: a row's result has the same bits for every m).
+// (avx512::arranged_float_columns: a row's result has the same bits for every m). The rows
+// after the whole groups (the tied head's last V % 32) are arranged per call as panels of
+// their own, zero rows after them, on the calling thread: every column the same arithmetic.
 inline void arranged_float_gemm(ThreadPool& pool, const float* a, const float* w, const float* bias, float* c, std::size_t m,
                                 std::size_t n, std::size_t k) {
-    pool.parallel_for(n, 4 * avx512::float_panel_rows, [&](std::size_t begin, std::size_t end) {
+    const std::size_t whole = n / arranged_rows * arranged_rows;
+    pool.parallel_for(whole, 4 * avx512::float_panel_rows, [&](std::size_t begin, std::size_t end) {
         avx512::arranged_float_columns(a, w, c, m, k, n, begin, end);
         add_bias_columns(c, bias, m, n, begin, end);
     });
+    if (whole == n) return;
+    thread_local std::vector<float> rows;  // the last rows and zero ones, then their products (grown once)
+    thread_local AlignedBuffer<float> panels;
+    rows.assign(std::max(arranged_rows * k, m * arranged_rows), 0.0f);
+    std::copy(w + whole * k, w + n * k, rows.begin());
+    if (panels.size() < arranged_rows * k) panels = AlignedBuffer<float>(arranged_rows * k);
+    for (std::size_t p = 0; p < arranged_rows; p += avx512::float_panel_rows) avx512::arrange_float_panel(rows.data() + p * k, k, panels.data() + p * k);
+    avx512::arranged_float_columns(a, panels.data(), rows.data(), m, k, arranged_rows, 0, arranged_rows);
+    for (std::size_t t = 0; t < m; ++t) std::copy(rows.data() + t * arranged_rows, rows.data() + t * arranged_rows + (n - whole), c + t * n + whole);
+    add_bias_columns(c, bias, m, n, whole, n);
 }
 
 }  // namespace tessera::cpu

@@ -17,17 +17,6 @@
 
 namespace tessera {
 
-namespace detail {
-// What an Embedding keeps besides its table: what arranging did, the backend's packed copy, or nothing.
-template <class B, class W>
-struct TableLayoutOf : PackedCopyOf<B, W> {};
-template <class B, class W>
-    requires ArrangesTables<B, W>
-struct TableLayoutOf<B, W> {
-    using type = typename B::template ArrangedWeights<W>;
-};
-}  // namespace detail
-
 template <std::size_t V, std::size_t C, class B, WeightType W = float>
 struct Embedding {
     static constexpr std::size_t block = WeightFormat<W>::block;
@@ -38,7 +27,7 @@ struct Embedding {
     // What arranging the table did (load; ArrangesTables: the CPU's f32, bf16, Q8_0, Q4_0), or the
     // backend's packed copy of it for the head's products of several rows (a batched step;
     // HasPackedWeights: the CPU's Q6_K), empty until prepare_batches.
-    [[no_unique_address]] typename detail::TableLayoutOf<B, W>::type packed{};
+    [[no_unique_address]] typename detail::KeptLayoutOf<B, W, ArrangesTables<B, W>>::type packed{};
 
     Embedding(std::size_t v, std::size_t c) : table(v, whole_blocks<W>(c, "Embedding")) {}
     Embedding()

@@ -19,17 +19,6 @@
 
 namespace tessera {
 
-namespace detail {
-// What a Linear keeps besides its weights: the backend's packed copy, what arranging did, or nothing.
-template <class B, class W>
-struct PackedWeightsOf : PackedCopyOf<B, W> {};
-template <class B, class W>
-    requires ArrangesWeights<B, W>
-struct PackedWeightsOf<B, W> {
-    using type = typename B::template ArrangedWeights<W>;
-};
-}  // namespace detail
-
 template <std::size_t In, std::size_t Out, class B, WeightType W = float>
 struct Linear {
     static constexpr std::size_t block = WeightFormat<W>::block;
@@ -41,7 +30,7 @@ struct Linear {
     Tensor<W, Extents<Out, stored_in>, B> weight;
     Tensor<float, Extents<Out>, B> bias;  // (Out)
     // The backend's packed copy (empty until prepare_batches) or what arranging did (load).
-    [[no_unique_address]] typename detail::PackedWeightsOf<B, W>::type packed{};
+    [[no_unique_address]] typename detail::KeptLayoutOf<B, W, ArrangesWeights<B, W>>::type packed{};
 
     Linear(std::size_t in, std::size_t out) : weight(out, whole_blocks<W>(in, "Linear")), bias(out) {}
     Linear()

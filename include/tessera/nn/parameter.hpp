@@ -30,6 +30,15 @@ template <class B, class W>
 struct PackedCopyOf<B, W> {
     using type = typename B::template PackedWeights<W>;
 };
+// What a layer keeps besides its weights: what arranging did where the backend arranges them
+// (`arranged`: ArrangesWeights for a Linear, ArrangesTables for an Embedding), else the
+// backend's packed copy, or nothing.
+template <class B, class W, bool arranged>
+struct KeptLayoutOf : PackedCopyOf<B, W> {};
+template <class B, class W>
+struct KeptLayoutOf<B, W, true> {
+    using type = typename B::template ArrangedWeights<W>;
+};
 }  // namespace detail
 
 // `weights` in stored elements of W, which must hold it in whole blocks ("Linear: 100 inputs

@@ -302,26 +302,35 @@ inline void arrange_float_panel(const float* rows, std::size_t k, float* panel) 
 }
 
 // C rows [0, T) x columns [0, 16 P) = A rows (stride k) · the P panels at `panels`. Each panel
-// is read from memory in order, a line (one k) per step. Tiles of several rows prefetch the
-// line `ahead` steps on, running on into `next` (the P panels after these) at the end; a tile
-// of one row (decode) leaves the streaming to the hardware prefetcher: there the prefetches
-// took as many load slots as the loads, and decode measured 15-20% slower with them (2-vCPU
-// Zen 4, f32 tg128, four alternating rounds against the tiles with it).
+// is read from memory in order, a line (one k) per step. Tiles of several rows prefetch: with
+// an empty share, the line `ahead` steps on, running on into `next` (the P panels after these)
+// at the end (the group's first tile, which reads it from memory); otherwise lines [share_begin,
+// share_end) of `next`, spread over the tile's steps (the later tiles, whose group is in the
+// cache already: so the next group is read while they compute). A tile of one row (decode)
+// leaves the streaming to the hardware prefetcher: there the prefetches took as many load
+// slots as the loads, and decode measured 15-20% slower with them (2-vCPU Zen 4, f32 tg128,
+// four alternating rounds against the tiles with it).
 template <std::size_t T, std::size_t P>
 inline void arranged_float_tile(const float* panels, const float* a, float* c, std::size_t ldc, std::size_t k,
-                                const float* next) noexcept {
+                                const float* next, std::size_t share_begin, std::size_t share_end) noexcept {
     constexpr std::size_t v = float_panel_rows, ahead = 32;  // 2 KiB ahead in each panel
     __m512 acc[T][P];
     unrolled<T>([&](auto t) { unrolled<P>([&](auto p) { acc[t][p] = _mm512_setzero_ps(); }); });
+    std::size_t shared = 0;  // lines of the share prefetched
     // (One loop: a lambda called from two loops was not inlined, and the accumulators left the registers.)
     for (std::size_t i = 0; i < k; ++i) {
         __m512 w[P];
         unrolled<P>([&](auto p) { w[p] = _mm512_loadu_ps(panels + p * k * v + i * v); });
         if constexpr (T > 1) {
-            const float* const ahead_end = panels + k * v;  // where the prefetched lines run on into `next`
-            const float* line = panels + (i + ahead) * v;
-            if (line >= ahead_end) line = next + (line - ahead_end);
-            unrolled<P>([&](auto p) { _mm_prefetch(reinterpret_cast<const char*>(line + p * k * v), _MM_HINT_T0); });
+            if (share_begin == share_end) {
+                const float* const ahead_end = panels + k * v;  // where the prefetched lines run on into `next`
+                const float* line = panels + (i + ahead) * v;
+                if (line >= ahead_end) line = next + (line - ahead_end);
+                unrolled<P>([&](auto p) { _mm_prefetch(reinterpret_cast<const char*>(line + p * k * v), _MM_HINT_T0); });
+            } else if (shared < share_end - share_begin && shared * k <= i * (share_end - share_begin)) {  // (evenly over the steps)
+                const float* line = next + (share_begin + shared++) * v;
+                unrolled<P>([&](auto p) { _mm_prefetch(reinterpret_cast<const char*>(line + p * k * v), _MM_HINT_T0); });
+            }
         }
         unrolled<T>([&](auto t) {
             const __m512 x = _mm512_set1_ps(a[t * k + i]);
@@ -331,12 +340,16 @@ inline void arranged_float_tile(const float* panels, const float* a, float* c, s
     unrolled<T>([&](auto t) { unrolled<P>([&](auto p) { _mm512_storeu_ps(c + t * ldc + p * v, acc[t][p]); }); });
 }
 
-// All m rows of A times the P panels at `panels`, six rows at a time.
+// All m rows of A times the P panels at `panels`, six rows at a time: the first tile prefetches
+// ahead in these panels, the others a share each of the next panels' lines (as few_rows_tiles
+// shares its next rows).
 template <std::size_t P>
 inline void arranged_float_panels(const float* panels, const float* a, float* c, std::size_t m, std::size_t ldc, std::size_t k,
                                   const float* next) noexcept {
-    row_tiles<6>(m, [&](std::size_t t, std::size_t, auto tile_rows) {
-        arranged_float_tile<decltype(tile_rows)::value, P>(panels, a + t * k, c + t * ldc, ldc, k, next);
+    const std::size_t later = (m + 5) / 6 - 1;  // tiles after the first
+    row_tiles<6>(m, [&](std::size_t t, std::size_t j, auto tile_rows) {
+        const std::size_t begin = j == 0 ? 0 : (j - 1) * k / later, end = j == 0 ? 0 : j * k / later;
+        arranged_float_tile<decltype(tile_rows)::value, P>(panels, a + t * k, c + t * ldc, ldc, k, next, begin, end);
     });
 }
 

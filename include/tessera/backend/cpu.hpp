@@ -178,23 +178,17 @@ public:
         for (std::size_t i = 0; i < ids.size(); ++i)
             WeightFormat<W>::dequantize(table.data() + static_cast<std::size_t>(ids[i]) * stored, out.data() + i * c, c);
     }
-    // Rows of a float table arranged in place (ArrangesTables: the tied head's table, multiplied
-    // as a Linear's arranged weights are), read back out of its panels.
-    void gather_rows(MatrixView<const float, Cpu> table, const cpu::Arrangement& arranged, std::span<const std::int32_t> ids,
-                     MatrixView<float, Cpu> out) {
-        if (arranged.empty()) return gather_rows(table, ids, out);
-        const std::size_t n = table.extent(0), c = table.extent(1);
-        for (std::size_t r = 0; r < ids.size(); ++r)
-            for (std::size_t i = 0; i < c; ++i) out.data()[r * c + i] = cpu::arranged_float(table.data(), n, c, static_cast<std::size_t>(ids[r]), i);
-    }
-    // The same for a bf16 table.
-    void gather_rows(MatrixView<const bf16, Cpu> table, const cpu::Arrangement& arranged, std::span<const std::int32_t> ids,
+    // Rows of a float or bf16 table arranged in place (ArrangesTables: the tied head's table,
+    // multiplied as a Linear's arranged weights are), read back out of its order.
+    template <class T>
+        requires std::is_same_v<T, float> || std::is_same_v<T, bf16>
+    void gather_rows(MatrixView<const T, Cpu> table, const cpu::Arrangement& arranged, std::span<const std::int32_t> ids,
                      MatrixView<float, Cpu> out) {
         if (arranged.empty()) return gather_rows(table, ids, out);
         const std::size_t n = table.extent(0), c = table.extent(1);
         for (std::size_t r = 0; r < ids.size(); ++r)
             for (std::size_t e = 0; e < c; ++e)
-                out.data()[r * c + e] = static_cast<float>(cpu::arranged_bf16(table.data(), n, c, static_cast<std::size_t>(ids[r]), e));
+                out.data()[r * c + e] = static_cast<float>(cpu::arranged_element(table.data(), n, c, static_cast<std::size_t>(ids[r]), e));
     }
     // The same for a Q8_0 or Q4_0 table, each block read back out of its group.
     template <class W>

@@ -1,10 +1,10 @@
 #pragma once
 // Weights arranged in place, once after loading, so that products of any number of rows, one
 // row (decode) included, run the packed GEMMs' tiles over them as they lie: the same bytes in
-// another order, the same size, no second copy. A Linear's weights, and the tied head's table,
-// whose token rows are read back out of the order (arranged_block, arranged_bf16, arranged_float). Q8_0 and Q4_0 where the CPU has AVX-512 VNNI;
-// bf16 where it has AVX-512 BF16 but no AMX (whose tiles read bf16 rows as stored); float where
-// it has AVX-512.
+// another order, the same size, no second copy: a Linear's weights, and the tied head's table,
+// whose token rows are read back out of the order (arranged_block, arranged_element). Q8_0 and
+// Q4_0 where the CPU has AVX-512 VNNI; bf16 where it has AVX-512 BF16 but no AMX (whose tiles
+// read bf16 rows as stored); float where it has AVX-512.
 //
 // Why: as stored, a product of several rows must first pack W into the order the tiles
 // multiply 16 weight rows per instruction in, and packing per call cost about three times the
@@ -134,7 +134,7 @@ inline bool arranges_bf16() noexcept {
 
 // Element e of row `row` of a bf16 W(n, k) arranged by arrange_bf16 (the rows after the whole
 // groups as stored): for gathering rows of an arranged table.
-inline bf16 arranged_bf16(const bf16* w, std::size_t n, std::size_t k, std::size_t row, std::size_t e) noexcept {
+inline bf16 arranged_element(const bf16* w, std::size_t n, std::size_t k, std::size_t row, std::size_t e) noexcept {
     if (row >= n / arranged_rows * arranged_rows) return w[row * k + e];
     const std::size_t panel = row % arranged_rows / 16, lane = row % 16;
     return w[row / arranged_rows * arranged_rows * k + (e / 2 * 2 + panel) * 32 + lane * 2 + e % 2];
@@ -154,9 +154,8 @@ inline Arrangement arrange_bf16(ThreadPool& pool, bf16* w, std::size_t n, std::s
 #endif
 }
 
-// Element i of row `row` of a float W(n, k) arranged by arrange_float (the rows after the whole
-// groups as stored): for gathering rows of an arranged table.
-inline float arranged_float(const float* w, std::size_t n, std::size_t k, std::size_t row, std::size_t i) noexcept {
+// The same for a float W(n, k) arranged by arrange_float.
+inline float arranged_element(const float* w, std::size_t n, std::size_t k, std::size_t row, std::size_t i) noexcept {
     constexpr std::size_t panel_rows = 16;  // (avx512::float_panel_rows, outside the AVX-512 region)
     if (row >= n / arranged_rows * arranged_rows) return w[row * k + i];
     return w[row / panel_rows * panel_rows * k + i * panel_rows + row % panel_rows];
@@ -239,6 +238,26 @@ const std::uint8_t* arranged_last_group(const W* w, std::size_t n, std::size_t b
 template <class W>
 inline constexpr std::size_t decode_groups = std::is_same_v<W, Q8_0> ? 4 : 1;
 
+// A decode step's product over arranged groups, C(1, n) + bias: G groups of 32 rows per pass,
+// then single groups, then the rows after the whole groups (into room of 32, then copied).
+// row(col, std::index_sequence<g...>, out) multiplies the groups at col + 32 g into out[0, 32 G).
+template <std::size_t G, class Row>
+void arranged_one_row(ThreadPool& pool, std::size_t n, const float* bias, float* c, Row&& row) {
+    constexpr std::size_t together = G * arranged_rows;
+    const std::size_t whole = n / arranged_rows * arranged_rows;
+    pool.parallel_for(n, together, [&](std::size_t begin, std::size_t end) {
+        std::size_t col = begin;
+        for (; col + together <= std::min(end, whole); col += together) row(col, std::make_index_sequence<G>{}, c + col);
+        for (; col + arranged_rows <= std::min(end, whole); col += arranged_rows) row(col, std::make_index_sequence<1>{}, c + col);
+        if (col < end) {  // the last rows, after the whole groups
+            float last[arranged_rows];
+            row(col, std::make_index_sequence<1>{}, last);
+            std::copy(last, last + (end - col), c + col);
+        }
+        add_bias_columns(c, bias, 1, n, begin, end);
+    });
+}
+
 // C(m, n) = A(m, k) · W(n, k)ᵀ + bias for Q8_0 or Q4_0 weights arranged by arrange_integer,
 // any m >= 1: the packed integer GEMM's activations and tiles, the weights read as they lie. A
 // row's result is the same bits for every m (one row is a tile of one, or packed_row's sums of
@@ -255,21 +274,9 @@ void arranged_integer_gemm(ThreadPool& pool, const float* a, const W* w, const f
     if (m > 1 || decode_groups<W> == 1) {
         return packed_panels_gemm(pool, packed, [&](std::size_t col, std::size_t) { return panels_at(col); }, bias, c, m, n, k);
     }
-    constexpr std::size_t together = decode_groups<W> * arranged_rows;
-    const auto row = [&]<std::size_t... g>(std::size_t col, std::index_sequence<g...>) {
+    arranged_one_row<decode_groups<W>>(pool, n, bias, c, [&]<std::size_t... g>(std::size_t col, std::index_sequence<g...>, float* out) {
         avx512vnni::packed_row(packed.tile_q(0), packed.tile_d(0), packed.tile_offset(0), std::array{panels_at(col + g * arranged_rows)...},
-                               blocks, c + col);
-    };
-    pool.parallel_for(n, together, [&](std::size_t begin, std::size_t end) {
-        std::size_t col = begin;
-        for (; col + together <= std::min(end, whole); col += together) row(col, std::make_index_sequence<decode_groups<W>>{});
-        for (; col + arranged_rows <= std::min(end, whole); col += arranged_rows) row(col, std::make_index_sequence<1>{});
-        if (col < end) {  // the last rows, after the whole groups
-            float last[arranged_rows];
-            avx512vnni::packed_row(packed.tile_q(0), packed.tile_d(0), packed.tile_offset(0), std::array{panels_at(col)}, blocks, last);
-            std::copy(last, last + (end - col), c + col);
-        }
-        add_bias_columns(c, bias, m, n, begin, end);
+                               blocks, out);
     });
 }
 
@@ -291,21 +298,9 @@ inline void arranged_bf16_gemm(ThreadPool& pool, const float* a, const bf16* w, 
     };
     if (m > 1) return bf16_panels_gemm(pool, a, [&](std::size_t col, std::size_t) { return group_at(col); }, bias, c, m, n, k);
     // Decode: four groups per pass (bf16_row), the same bits as a tile of one.
-    constexpr std::size_t groups = 4, together = groups * arranged_rows;
     const std::uint32_t* packed = pack_bf16_activations(pool, a, 1, k, 1, pairs).data();  // (the row alone)
-    const auto row = [&]<std::size_t... g>(std::size_t col, std::index_sequence<g...>) {
-        avx512vnni::bf16_row(packed, std::array{halves + (col + g * arranged_rows) * k...}, pairs, c + col);
-    };
-    pool.parallel_for(n, together, [&](std::size_t begin, std::size_t end) {
-        std::size_t col = begin;
-        for (; col + together <= std::min(end, whole); col += together) row(col, std::make_index_sequence<groups>{});
-        for (; col + arranged_rows <= std::min(end, whole); col += arranged_rows) row(col, std::make_index_sequence<1>{});
-        if (col < end) {  // the last rows, after the whole groups
-            float last[arranged_rows];
-            avx512vnni::bf16_row(packed, std::array{group_at(col)}, pairs, last);
-            std::copy(last, last + (end - col), c + col);
-        }
-        add_bias_columns(c, bias, m, n, begin, end);
+    arranged_one_row<4>(pool, n, bias, c, [&]<std::size_t... g>(std::size_t col, std::index_sequence<g...>, float* out) {
+        avx512vnni::bf16_row(packed, std::array{group_at(col + g * arranged_rows)...}, pairs, out);
     });
 }
 

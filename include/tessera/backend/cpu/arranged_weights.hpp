@@ -312,8 +312,7 @@ inline void arranged_float_gemm(ThreadPool& pool, const float* a, const float* w
                                 std::size_t n, std::size_t k) {
     const std::size_t whole = n / arranged_rows * arranged_rows;
     pool.parallel_for(whole, 4 * avx512::float_panel_rows, [&](std::size_t begin, std::size_t end) {
-        avx512::arranged_float_columns(a, w, c, m, k, n, begin, end);
-        add_bias_columns(c, bias, m, n, begin, end);
+        avx512::arranged_float_columns(a, w, bias, c, m, k, n, begin, end);
     });
     if (whole == n) return;
     thread_local std::vector<float> rows;  // the last rows and zero ones, then their products (grown once)
@@ -322,7 +321,7 @@ inline void arranged_float_gemm(ThreadPool& pool, const float* a, const float* w
     std::copy(w + whole * k, w + n * k, rows.begin());
     if (panels.size() < arranged_rows * k) panels = AlignedBuffer<float>(arranged_rows * k);
     for (std::size_t p = 0; p < arranged_rows; p += avx512::float_panel_rows) avx512::arrange_float_panel(rows.data() + p * k, k, panels.data() + p * k);
-    avx512::arranged_float_columns(a, panels.data(), rows.data(), m, k, arranged_rows, 0, arranged_rows);
+    avx512::arranged_float_columns(a, panels.data(), nullptr, rows.data(), m, k, arranged_rows, 0, arranged_rows);
     for (std::size_t t = 0; t < m; ++t) std::copy(rows.data() + t * arranged_rows, rows.data() + t * arranged_rows + (n - whole), c + t * n + whole);
     add_bias_columns(c, bias, m, n, whole, n);
 }

@@ -200,12 +200,14 @@ TEST_CASE("layer_norm checks its parameters", "[cpu][layer_norm]") {
 
 // Attention within 1e-5 absolute: outputs are convex combinations of values in [-1, 1]. tq: one
 // query (decode), a whole prompt, and the last queries after cached keys (a prompt's later
-// chunk); at 70 keys, 66 queries are two blocks of the matrix-product path, 4 keys in.
+// chunk); at 70 keys, 66 queries are two blocks of the matrix-product path, 4 keys in; at 150,
+// three blocks, the last of 13 queries over 150 keys (not whole panels of 16). head_dim 64 and
+// 80 (four panels and one) take the AVX-512 tiles where the CPU has them, 1 and 17 Eigen's products.
 TEST_CASE("causal_attention matches the reference", "[cpu][attention]") {
     const unsigned threads = GENERATE(1u, 2u, 3u);
-    const std::size_t tk = GENERATE(1u, 3u, 17u, 70u);
+    const std::size_t tk = GENERATE(1u, 3u, 17u, 70u, 150u);
     const std::size_t heads = GENERATE(1u, 3u);  // one head: single-head attention
-    const std::size_t dim = GENERATE(1u, 17u, 64u);
+    const std::size_t dim = GENERATE(1u, 17u, 64u, 80u);
     const std::size_t tq = GENERATE_COPY(values<std::size_t>({1u, tk, tk - tk / 16}));
     Cpu cpu(threads);
     Tensor<float, Extents<dyn, dyn, dyn>, Cpu> q(tq, heads, dim), k(tk, heads, dim), v(tk, heads, dim),
@@ -237,20 +239,39 @@ TEST_CASE("decoding one query against cached keys equals the last row of full at
         REQUIRE(std::fabs(one.data()[i] - full.data()[(t - 1) * heads * dim + i]) <= 1e-6f);
 }
 
+// On the AVX-512 tiles, every score and output is one FMA chain in key order and the softmax
+// runs over rows that start at the same alignment: a query's output has the same bits whichever
+// block of queries it is in (a whole prompt, or its last 40 queries as a later chunk; 150 keys:
+// three blocks, and not whole panels). Where the tiles are not used, Eigen's blocking depends on
+// the shapes: there the paths agree within the reference test's tolerance only.
+TEST_CASE("causal_attention on the tiles: a query's output has the same bits in any block", "[cpu][attention]") {
+    constexpr std::size_t t = 150, tail = 40, heads = 2, dim = 64;
+    if (!cpu::attention_on_tiles(dim)) return;  // (no AVX-512: the other test cases cover the path)
+    Cpu cpu(2);
+    Tensor<float, Extents<dyn, heads, dim>, Cpu> q(t), k(t), v(t), full(t), chunk(tail);
+    fill(q, random_values(q.size(), 24, -2.0f, 2.0f));
+    fill(k, random_values(k.size(), 25, -2.0f, 2.0f));
+    fill(v, random_values(v.size(), 26));
+    causal_attention(cpu, q, k, v, full);
+    causal_attention(cpu, q.view().rows(t - tail, tail), k, v, chunk);
+    CHECK(std::equal(chunk.data(), chunk.data() + chunk.size(), full.data() + (t - tail) * heads * dim));
+}
+
 // bf16 keys and values (a bf16 KV cache) are widened to float in the kernel: the result is
 // float attention over the widened values, against the float64 reference over the same values
 // (within 1e-5, as above), for the per-query path (tq 1 and 3), the matrix-product path (tq >=
-// 16), and several sequences in one call. Against float attention over the unrounded values
+// 16; head_dim 32 on the AVX-512 tiles where the CPU has them), and several sequences in one call. Against float attention over the unrounded values
 // it differs by bf16's rounding (2⁻⁹ relative per value): checked at least once above 1e-4
 // there, so that a kernel that read the floats instead would fail.
 TEST_CASE("causal_attention over bf16 keys and values is float attention over their widened values", "[cpu][attention]") {
     const unsigned threads = GENERATE(1u, 2u);
     const std::size_t tk = GENERATE(3u, 40u);
     const std::size_t tq = GENERATE_COPY(values<std::size_t>({1u, 3u, tk}));
-    constexpr std::size_t heads = 3, dim = 17;
+    const std::size_t dim = GENERATE(17u, 32u);
+    constexpr std::size_t heads = 3;
     Cpu cpu(threads);
-    Tensor<float, Extents<dyn, heads, dim>, Cpu> q(tq), out(tq), exact(tq), k(tk), v(tk);
-    Tensor<bf16, Extents<dyn, heads, dim>, Cpu> k16(tk), v16(tk);
+    Tensor<float, Extents<dyn, heads, dyn>, Cpu> q(tq, dim), out(tq, dim), exact(tq, dim), k(tk, dim), v(tk, dim);
+    Tensor<bf16, Extents<dyn, heads, dyn>, Cpu> k16(tk, dim), v16(tk, dim);
     const auto qv = random_values(q.size(), 21, -2.0f, 2.0f), kv = random_values(k16.size(), 22, -2.0f, 2.0f),
                vv = random_values(v16.size(), 23);
     fill(q, qv);
@@ -262,7 +283,7 @@ TEST_CASE("causal_attention over bf16 keys and values is float attention over th
     for (std::size_t i = 0; i < kv.size(); ++i) k_widened[i] = static_cast<float>(k16.data()[i]);
     for (std::size_t i = 0; i < vv.size(); ++i) v_widened[i] = static_cast<float>(v16.data()[i]);
     causal_attention(cpu, q, k16, v16, out);
-    INFO("tq=" << tq << " tk=" << tk << " threads=" << threads);
+    INFO("tq=" << tq << " tk=" << tk << " dim=" << dim << " threads=" << threads);
     const auto want = test::attention_reference(qv, k_widened, v_widened, tq, tk, heads, dim);
     CHECK(worst_error_ratio(out.data(), want, 1e-5, 0.0) <= 1.0);
     causal_attention(cpu, q, k, v, exact);
@@ -271,7 +292,7 @@ TEST_CASE("causal_attention over bf16 keys and values is float attention over th
     CHECK(moved > 1e-4);
 
     // Two sequences in one call: each gets what it gets alone.
-    Tensor<float, Extents<dyn, heads, dim>, Cpu> out2(tq);
+    Tensor<float, Extents<dyn, heads, dyn>, Cpu> out2(tq, dim);
     const std::vector<AttentionOperands<Cpu, bf16>> each{
         {input_operand<3, Cpu>(q), stored_operand<3, Cpu>(k16), stored_operand<3, Cpu>(v16), output_operand<3, Cpu>(out2)},
         {input_operand<3, Cpu>(q.view().rows(tq - 1, 1)), stored_operand<3, Cpu>(k16.view().rows(0, tk)),

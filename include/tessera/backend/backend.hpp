@@ -119,10 +119,11 @@ concept Backend = StorageBackend<B> && HasTransfers<B> && HasGemm<B> && HasGemv<
                   HasGelu<B> && HasCausalAttention<B> && HasGatherRows<B>;
 
 // Optional: sizes the backend's own attention scratch for up to `queries` queries over up to
-// `keys` keys, so that no later call within those sizes allocates. Models call it with the
-// whole context before each step, so decoding never allocates.
+// `keys` keys of heads of `head_dim` (reserve_attention(queries, keys, head_dim)), so that no
+// later call within those sizes allocates. Models call it with the whole context before each
+// step, so decoding never allocates.
 template <class B>
-concept ReservesAttentionScratch = requires(B& b, std::size_t n) { b.reserve_attention(n, n); };
+concept ReservesAttentionScratch = requires(B& b, std::size_t n) { b.reserve_attention(n, n, n); };
 
 // One sequence's operands of a batched attention (HasBatchedAttention); keys and values
 // stored as KV (float, or bf16 where the backend has HasBf16Attention).

@@ -127,10 +127,11 @@ public:
     void gelu(VectorView<const float, Cpu> x, VectorView<float, Cpu> out) {
         cpu::gelu(*pool_, x.data(), out.data(), out.size());
     }
-    // Per-thread score rows for attention (and, with `bf16_head_dim`, room to widen bf16 keys
-    // and values of that head_dim); GPT2 reserves the whole context before each step.
-    void reserve_attention(std::size_t queries, std::size_t keys, std::size_t bf16_head_dim = 0) {
-        const std::size_t floats = cpu::attention_scratch_floats(queries, keys, bf16_head_dim);
+    // Per-thread room for attention over heads of `head_dim`: score rows, a head's keys arranged
+    // and, for `bf16` keys and values, room to widen them; GPT2 reserves the whole context
+    // before each step.
+    void reserve_attention(std::size_t queries, std::size_t keys, std::size_t head_dim, bool bf16 = false) {
+        const std::size_t floats = cpu::attention_scratch_floats(queries, keys, head_dim, bf16);
         for (auto& row : scratch_) {
             if (row.size() < floats) row = cpu::AlignedBuffer<float>(floats);
         }
@@ -141,7 +142,7 @@ public:
     void causal_attention(Tensor3View<const float, Cpu> q, Tensor3View<const KV, Cpu> k, Tensor3View<const KV, Cpu> v,
                           Tensor3View<float, Cpu> out) {
         const std::size_t tk = k.extent(0);
-        reserve_attention(q.extent(0), tk, bf16_dim<KV>(q.extent(2)));  // a no-op when the caller reserved
+        reserve_attention(q.extent(0), tk, q.extent(2), std::is_same_v<KV, bf16>);  // a no-op when the caller reserved
         cpu::causal_attention(*pool_, scratch_, q.data(), k.data(), v.data(), out.data(), q.extent(0), tk, q.extent(1),
                               q.extent(2));
     }
@@ -160,7 +161,7 @@ public:
             most_k = std::max(most_k, e.k.extent(0));
         }
         if (each.empty()) return;
-        reserve_attention(most_q, most_k, bf16_dim<KV>(each[0].q.extent(2)));  // a no-op when the caller reserved
+        reserve_attention(most_q, most_k, each[0].q.extent(2), std::is_same_v<KV, bf16>);  // a no-op when the caller reserved
         cpu::causal_attention_each(*pool_, scratch_, std::span<const cpu::AttentionSequence<KV>>(list), each[0].q.extent(1),
                                    each[0].q.extent(2));
     }
@@ -213,10 +214,6 @@ public:
 private:
     static const float* bias_or_null(VectorView<const float, Cpu> bias) noexcept {
         return bias.empty() ? nullptr : bias.data();
-    }
-    template <class KV>
-    static std::size_t bf16_dim(std::size_t head_dim) noexcept {
-        return std::is_same_v<KV, bf16> ? head_dim : 0;
     }
 
     std::unique_ptr<cpu::ThreadPool> pool_;

@@ -237,7 +237,7 @@ public:
         }
         if (ids_.capacity() < rows) ids_.reserve(rows);
         if (slices_.capacity() < sequences) slices_.reserve(sequences);
-        if constexpr (ReservesAttentionScratch<B>) backend_->reserve_attention(rows, shape_.n_ctx);
+        if constexpr (ReservesAttentionScratch<B>) backend_->reserve_attention(rows, shape_.n_ctx, shape_.head_dim());
         if (sequences > 1 && !batches_prepared_) prepare_batches();
     }
 
@@ -391,7 +391,7 @@ private:
     void reserve_keys(std::size_t rows, bool several, bool bf16) {
         scratch_.reserve(rows, several || bf16);
         if constexpr (HasBf16KvCache<B>) {
-            if (bf16) backend_->reserve_attention(rows, shape_.n_ctx, shape_.head_dim());
+            if (bf16) backend_->reserve_attention(rows, shape_.n_ctx, shape_.head_dim(), true);
         }
     }
 

@@ -22,11 +22,11 @@
 namespace tessera {
 
 // Whether backend B can keep a bf16 cache: attention over bf16 keys and values, scratch for it
-// sized ahead (reserve_attention(queries, keys, head_dim)), and the rounding of new rows into
-// the cache (convert(), on host memory).
+// sized ahead (reserve_attention(queries, keys, head_dim, true)), and the rounding of new rows
+// into the cache (convert(), on host memory).
 template <class B>
 concept HasBf16KvCache = B::host_accessible && HasBf16Attention<B> &&
-                         requires(B& b, std::size_t n) { b.reserve_attention(n, n, n); };
+                         requires(B& b, std::size_t n) { b.reserve_attention(n, n, n, true); };
 
 // p, or ArgumentError when backend B cannot keep a cache of precision p.
 template <class B>

@@ -7,6 +7,7 @@
 
 #include <tessera/backend/cpu/aligned_buffer.hpp>  // AlignedBuffer
 #include <tessera/backend/cpu/eigen_maps.hpp>   // ConstVectorMap, VectorMap, ArrayMap
+#include <tessera/backend/cpu/matrix_products_avx512.hpp>  // float_panels_columns, arrange_float_panel, has_avx512
 #include <tessera/backend/cpu/thread_pool.hpp>  // ThreadPool
 
 namespace tessera::cpu {
@@ -23,17 +24,37 @@ inline constexpr std::size_t attention_key_chunk = 32;
 // its last query sees.
 inline constexpr std::size_t attention_query_block = 64;
 
-// Scratch floats per thread that causal_attention needs for the scores ...
-inline std::size_t attention_score_floats(std::size_t tq, std::size_t tk) noexcept {
-    return tq >= attention_block_queries ? std::min(tq, attention_query_block) * tk : tk;
+// Whether the matrix-product path runs on the AVX-512 float tiles (the weights' arranged_float
+// tiles, over a head's keys arranged into panels and over its values as they lie): where the
+// CPU has AVX-512 and head_dim is a multiple of 16. Eigen's products over these small blocks
+// (64 queries, head_dim 64) packed both operands per block and ran at about half the FMA peak.
+inline bool attention_on_tiles(std::size_t dim) noexcept {
+#if TESSERA_HAS_AVX512_KERNELS
+    return has_avx512() && dim % avx512::float_panel_rows == 0;
+#else
+    (void)dim;
+    return false;
+#endif
 }
-// ... in all, with keys and values in bf16 of head_dim `bf16_dim` (0: float keys and values),
-// widened after the scores: a head's keys and values in the matrix-product path, a chunk of
-// them in the per-query path.
-inline std::size_t attention_scratch_floats(std::size_t tq, std::size_t tk, std::size_t bf16_dim = 0) noexcept {
-    const std::size_t scores = attention_score_floats(tq, tk);
-    if (bf16_dim == 0) return scores;
-    return aligned_floats(scores) + (tq >= attention_block_queries ? 2 * tk : attention_key_chunk) * bf16_dim;
+
+// Keys rounded up to whole panels of 16 (the tiles' score columns).
+inline std::size_t attention_panel_keys(std::size_t tk) noexcept { return (tk + 15) / 16 * 16; }
+
+// Scratch floats per thread that causal_attention needs for the scores ...
+inline std::size_t attention_score_floats(std::size_t tq, std::size_t tk, std::size_t dim) noexcept {
+    if (tq < attention_block_queries) return tk;
+    return std::min(tq, attention_query_block) * (attention_on_tiles(dim) ? attention_panel_keys(tk) : tk);
+}
+// ... in all, for head_dim `dim` and keys and values in float or (`bf16`) in bf16, widened
+// after the scores: on the tiles, a head's keys arranged (and, for bf16, its values widened);
+// otherwise, for bf16, a head's keys and values in the matrix-product path, a chunk of them in
+// the per-query path.
+inline std::size_t attention_scratch_floats(std::size_t tq, std::size_t tk, std::size_t dim, bool bf16) noexcept {
+    const std::size_t scores = aligned_floats(attention_score_floats(tq, tk, dim));
+    if (tq >= attention_block_queries && attention_on_tiles(dim))
+        return scores + aligned_floats(attention_panel_keys(tk) * dim) + (bf16 ? tk * dim : 0);
+    if (!bf16) return scores;
+    return scores + (tq >= attention_block_queries ? 2 * tk : attention_key_chunk) * dim;
 }
 
 // Rows [first, first + n) of head h of a stored (positions, heads, dim) tensor as an (n, dim)
@@ -102,6 +123,69 @@ void attend_one(const float* q, const KV* k, const KV* v, float* out, std::size_
     o *= inv_sum;
 }
 
+#if TESSERA_HAS_AVX512_KERNELS
+// Head h's keys [0, tk) of a stored (positions, heads, dim) tensor, widened to float, as panels
+// of 16 keys in arrange_float_panel's order ([dim][16] each), the keys after tk zero: the
+// weights of the scores' product (attention_panel_keys(tk) * dim floats at `panels`).
+template <class KV>
+void arrange_head_keys(const KV* k, std::size_t tk, std::size_t heads, std::size_t dim, std::size_t h, float* panels) noexcept {
+    constexpr std::size_t v = avx512::float_panel_rows;
+    for (std::size_t key = 0; key < attention_panel_keys(tk); ++key) {
+        float* lane = panels + key / v * v * dim + key % v;
+        if (key >= tk) {
+            for (std::size_t c = 0; c < dim; ++c) lane[c * v] = 0.0f;
+            continue;
+        }
+        const KV* row = k + key * heads * dim + h * dim;
+        for (std::size_t c = 0; c < dim; ++c) lane[c * v] = static_cast<float>(row[c]);
+    }
+}
+
+// The matrix-product path on the float tiles (attention_on_tiles), per head, per block of
+// queries: S = Q Kᵀ over the keys the block's last query sees (rounded up to a panel; the keys
+// arranged once per head), the causal softmax row by row, O = S V over those keys, V read as it
+// lies (bf16: widened once per head). Every output is one FMA chain over k in order, so a row's
+// scores and output have the same bits in any block.
+template <class KV>
+void attend_blocks_on_tiles(ThreadPool& pool, std::span<AlignedBuffer<float>> scratch, const float* q, const KV* k, const KV* v,
+                            float* out, std::size_t tq, std::size_t tk, std::size_t heads, std::size_t dim) {
+    const float scale = 1.0f / std::sqrt(static_cast<float>(dim));
+    const std::size_t row = heads * dim;  // stride between positions
+    const std::size_t keys_at = aligned_floats(attention_score_floats(tq, tk, dim));
+    const std::size_t values_at = keys_at + aligned_floats(attention_panel_keys(tk) * dim);
+    pool.parallel_for(heads, 1, [&](std::size_t begin, std::size_t end, unsigned thread) {
+        float* const scores = scratch[thread].data();
+        float* const keys_arranged = scores + keys_at;
+        for (std::size_t h = begin; h < end; ++h) {
+            arrange_head_keys(k, tk, heads, dim, h, keys_arranged);
+            avx512::FloatColumns values{nullptr, 1, row};
+            if constexpr (std::is_same_v<KV, float>) {
+                values.w = v + h * dim;
+            } else {
+                float* widened = scores + values_at;
+                for (std::size_t j = 0; j < tk; ++j)
+                    for (std::size_t c = 0; c < dim; ++c) widened[j * dim + c] = static_cast<float>(v[j * row + h * dim + c]);
+                values = {widened, 1, dim};
+            }
+            for (std::size_t first = 0; first < tq; first += attention_query_block) {
+                const std::size_t rows = std::min(attention_query_block, tq - first), keys = tk - tq + first + rows;
+                const std::size_t columns = attention_panel_keys(keys);
+                avx512::float_panels_columns(q + first * row + h * dim, row, {keys_arranged, dim, avx512::float_panel_rows}, nullptr,
+                                             scores, rows, dim, columns, 0, columns);
+                for (std::size_t i = 0; i < rows; ++i) {
+                    const std::size_t visible = keys - rows + i + 1;
+                    ArrayMap p(scores + i * columns, static_cast<Eigen::Index>(visible));
+                    p = ((p - p.maxCoeff()) * scale).exp();
+                    p /= p.sum();
+                    std::fill(scores + i * columns + visible, scores + i * columns + keys, 0.0f);
+                }
+                avx512::float_panels_columns(scores, columns, values, nullptr, out + first * row + h * dim, rows, keys, row, 0, dim);
+            }
+        }
+    });
+}
+#endif
+
 // q(tq, heads, dim), k and v (tk, heads, dim), out(tq, heads, dim); query i is at position
 // tk - tq + i and attends keys 0..that position. k and v are float, or bf16 (widened to float
 // in the scratch). `scratch` holds attention_scratch_floats per thread (for bf16: the widened
@@ -115,7 +199,10 @@ template <class KV>
                                         std::size_t dim) {
     const float scale = 1.0f / std::sqrt(static_cast<float>(dim));
     const std::size_t row = heads * dim;  // stride between positions
-    const std::size_t widen_at = aligned_floats(attention_score_floats(tq, tk));
+#if TESSERA_HAS_AVX512_KERNELS
+    if (tq >= attention_block_queries && attention_on_tiles(dim)) return attend_blocks_on_tiles(pool, scratch, q, k, v, out, tq, tk, heads, dim);
+#endif
+    const std::size_t widen_at = aligned_floats(attention_score_floats(tq, tk, dim));
     if (tq >= attention_block_queries) {
         // Per head, per block of queries: S = Q Kᵀ / √D over the keys the block's last query
         // sees, as one matrix product; causal softmax row by row (masked entries become 0); O =
@@ -178,7 +265,7 @@ void causal_attention_each(ThreadPool& pool, std::span<AlignedBuffer<float>> scr
     }
     std::size_t most_k = 0;
     for (const AttentionSequence<KV>& s : each) most_k = std::max(most_k, s.tk);
-    const std::size_t widen_at = aligned_floats(attention_score_floats(1, most_k));
+    const std::size_t widen_at = aligned_floats(attention_score_floats(1, most_k, dim));
     pool.parallel_for(each.size() * heads, 1, [&](std::size_t begin, std::size_t end, unsigned thread) {
         for (std::size_t task = begin; task < end; ++task) {
             const AttentionSequence<KV>& s = each[task / heads];

@@ -301,46 +301,56 @@ inline void arrange_float_panel(const float* rows, std::size_t k, float* panel) 
         for (std::size_t i = 0; i < k; ++i) panel[i * float_panel_rows + r] = rows[r * k + i];
 }
 
-// C rows [0, T) x columns [0, 16 P) = A rows (stride k) · the P panels at `panels`, + bias[0,
-// 16 P) unless bias is null (added as the tile is stored: the same bits as adding it after,
-// without a second pass over C). Each panel is read from memory in order, a line (one k) per
-// step. Tiles of several rows prefetch: with an empty share, the line 32 steps on, running on
-// into `next` (the P panels after these) at the end (the group's first tile, which reads it
-// from memory); otherwise lines [share_begin, share_end) of `next`, spread over the tile's
-// steps (the later tiles, whose group is in the cache already: so the next group is read
-// while they compute). A tile of one row (decode) leaves the streaming to the hardware
-// prefetcher: there the prefetches took as many load slots as the loads, and decode measured
-// 15-20% slower with them (2-vCPU Zen 4, f32 tg128, four alternating rounds against the tiles
-// with it).
+// Where the float tiles find W's columns: the 16 that start at column r (a multiple of 16) at
+// w + r * column_stride, their k-th values at + k * step. Arranged panels (arrange_float_panel):
+// column_stride k, step 16. The columns of a row-major matrix (attention's values): column_stride
+// 1, step its row stride.
+struct FloatColumns {
+    const float* w;
+    std::size_t column_stride, step;
+};
+
+// C rows [0, T) x columns [0, 16 P) = A rows (stride lda) · the P panels at `panels` (panel p at
+// panels + p * panel_stride, its step i at + i * step), + bias[0, 16 P) unless bias is null
+// (added as the tile is stored: the same bits as adding it after, without a second pass over
+// C). Each panel is read in order, a line (one k) per step. Tiles of several rows prefetch:
+// with an empty share, the line 32 steps on, running on into `next` (the P panels after these)
+// at the end (the group's first tile, which reads it from memory); otherwise lines
+// [share_begin, share_end) of `next`, spread over the tile's steps (the later tiles, whose
+// group is in the cache already: so the next group is read while they compute). A tile of one
+// row (decode) leaves the streaming to the hardware prefetcher: there the prefetches took as
+// many load slots as the loads, and decode measured 15-20% slower with them (2-vCPU Zen 4, f32
+// tg128, four alternating rounds against the tiles with it).
 template <std::size_t T, std::size_t P>
-inline void arranged_float_tile(const float* panels, const float* a, const float* bias, float* c, std::size_t ldc, std::size_t k,
-                                const float* next, std::size_t share_begin, std::size_t share_end) noexcept {
+inline void arranged_float_tile(const float* panels, std::size_t panel_stride, std::size_t step, const float* a, std::size_t lda,
+                                const float* bias, float* c, std::size_t ldc, std::size_t k, const float* next,
+                                std::size_t share_begin, std::size_t share_end) noexcept {
     constexpr std::size_t v = float_panel_rows, ahead = 32;  // 2 KiB ahead in each panel
     __m512 acc[T][P];
     unrolled<T>([&](auto t) { unrolled<P>([&](auto p) { acc[t][p] = _mm512_setzero_ps(); }); });
     // Which lines, when: `lines` of them from `line`, one (in each panel) every `every` steps,
-    // running on at `wrap_to` from `wrap_at`. The step of the next one is counted: deciding at
+    // running on into `next` from `wrap_at`. The step of the next one is counted: deciding at
     // every step which line was due (a multiply and compare over values spilled from the
     // registers) cost the tile 5-8% of its rate (probed: 512 rows, k 768 and 3072, A rewritten
     // by both threads before each product).
     const bool first = share_begin == share_end;
     std::size_t lines = T == 1 ? 0 : first ? k : share_end - share_begin;
     const std::size_t every = first ? 1 : k / (share_end - share_begin);
-    const float* line = first ? panels + ahead * v : next + share_begin * v;
-    const float* const wrap_at = first ? panels + k * v : nullptr;
+    const float* line = first ? panels + std::min(ahead, k) * step : next + share_begin * step;
+    const float* const wrap_at = first ? panels + k * step : nullptr;
     std::size_t next_prefetch = lines != 0 ? 0 : k;
     // (One loop: a lambda called from two loops was not inlined, and the accumulators left the registers.)
     for (std::size_t i = 0; i < k; ++i) {
         __m512 w[P];
-        unrolled<P>([&](auto p) { w[p] = _mm512_loadu_ps(panels + p * k * v + i * v); });
+        unrolled<P>([&](auto p) { w[p] = _mm512_loadu_ps(panels + p * panel_stride + i * step); });
         if (i == next_prefetch) {
             if (line == wrap_at) line = next;
-            unrolled<P>([&](auto p) { _mm_prefetch(reinterpret_cast<const char*>(line + p * k * v), _MM_HINT_T0); });
-            line += v;
+            unrolled<P>([&](auto p) { _mm_prefetch(reinterpret_cast<const char*>(line + p * panel_stride), _MM_HINT_T0); });
+            line += step;
             next_prefetch = --lines != 0 ? next_prefetch + every : k;
         }
         unrolled<T>([&](auto t) {
-            const __m512 x = _mm512_set1_ps(a[t * k + i]);
+            const __m512 x = _mm512_set1_ps(a[t * lda + i]);
             unrolled<P>([&](auto p) { acc[t][p] = _mm512_fmadd_ps(x, w[p], acc[t][p]); });
         });
     }
@@ -353,31 +363,39 @@ inline void arranged_float_tile(const float* panels, const float* a, const float
     unrolled<T>([&](auto t) { unrolled<P>([&](auto p) { _mm512_storeu_ps(c + t * ldc + p * v, acc[t][p]); }); });
 }
 
-// All m rows of A times the P panels at `panels`, six rows at a time, + bias (null: none);
-// `next`: the panels whose lines the tiles prefetch (see arranged_float_tile).
+// All m rows of A (stride lda) times the P panels of W's columns from `col`, six rows at a time,
+// + bias (null: none); `next`: the column whose panels the tiles prefetch (see arranged_float_tile).
 template <std::size_t P>
-inline void arranged_float_panels(const float* panels, const float* a, const float* bias, float* c, std::size_t m,
-                                  std::size_t ldc, std::size_t k, const float* next) noexcept {
+inline void arranged_float_panels(FloatColumns w, std::size_t col, const float* a, std::size_t lda, const float* bias, float* c,
+                                  std::size_t m, std::size_t ldc, std::size_t k, std::size_t next) noexcept {
     const std::size_t later = (m + 5) / 6 - 1;  // tiles after the first
+    const std::size_t panel_stride = float_panel_rows * w.column_stride;
     row_tiles<6>(m, [&](std::size_t t, std::size_t j, auto tile_rows) {
         const std::size_t begin = j == 0 ? 0 : (j - 1) * k / later, end = j == 0 ? 0 : j * k / later;
-        arranged_float_tile<decltype(tile_rows)::value, P>(panels, a + t * k, bias, c + t * ldc, ldc, k, next, begin, end);
+        arranged_float_tile<decltype(tile_rows)::value, P>(w.w + col * w.column_stride, panel_stride, w.step, a + t * lda, lda, bias,
+                                                           c + t * ldc, ldc, k, w.w + next * w.column_stride, begin, end);
     });
 }
 
-// Columns [n_begin, n_end) (multiples of 16) of C(m, ldc) = A(m, k) · Wᵀ + bias for W arranged
-// in panels (bias over all the columns; null: none): four panels (64 columns) at a time, then
-// the rest one panel at a time.
-inline void arranged_float_columns(const float* a, const float* w, const float* bias, float* c, std::size_t m, std::size_t k,
-                                   std::size_t ldc, std::size_t n_begin, std::size_t n_end) noexcept {
+// Columns [n_begin, n_end) (multiples of 16) of C(m, ldc) = A(m, k; row stride lda) · W(n, k)ᵀ +
+// bias (bias over all the columns; null: none): four panels (64 columns) at a time, then the
+// rest one panel at a time.
+inline void float_panels_columns(const float* a, std::size_t lda, FloatColumns w, const float* bias, float* c, std::size_t m,
+                                 std::size_t k, std::size_t ldc, std::size_t n_begin, std::size_t n_end) noexcept {
     constexpr std::size_t group = 4 * float_panel_rows;
     const auto bias_at = [&](std::size_t r) { return bias != nullptr ? bias + r : nullptr; };
     std::size_t r = n_begin;
     for (; r + group <= n_end; r += group) {
         const std::size_t next = r + group + group <= n_end ? r + group : r;  // (the last: itself again)
-        arranged_float_panels<4>(w + r * k, a, bias_at(r), c + r, m, ldc, k, w + next * k);
+        arranged_float_panels<4>(w, r, a, lda, bias_at(r), c + r, m, ldc, k, next);
     }
-    for (; r < n_end; r += float_panel_rows) arranged_float_panels<1>(w + r * k, a, bias_at(r), c + r, m, ldc, k, w + r * k);
+    for (; r < n_end; r += float_panel_rows) arranged_float_panels<1>(w, r, a, lda, bias_at(r), c + r, m, ldc, k, r);
+}
+
+// The same for W arranged in panels (arrange_float_panel) and A's rows contiguous.
+inline void arranged_float_columns(const float* a, const float* w, const float* bias, float* c, std::size_t m, std::size_t k,
+                                   std::size_t ldc, std::size_t n_begin, std::size_t n_end) noexcept {
+    float_panels_columns(a, k, FloatColumns{w, k, float_panel_rows}, bias, c, m, k, ldc, n_begin, n_end);
 }
 }  // namespace tessera::cpu::avx512
 

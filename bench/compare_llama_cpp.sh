@@ -11,8 +11,11 @@
 # The f32 GGUF comes from tessera's examples/quantize (the same bytes as llama.cpp's
 # convert_hf_to_gguf.py would write for the matrices; that converter needs Python's transformers);
 # bf16, q8_0 and q4_0 come from llama.cpp's own llama-quantize, and both programs run exactly
-# those files. Each of ROUNDS rounds runs tessera's bench_gpt2 (all formats, interleaved) and
-# llama-bench (all formats), in alternating order; the table shows the medians over the rounds.
+# those files. Each of ROUNDS rounds runs, per format, tessera's bench_gpt2 and llama-bench back
+# to back, in alternating order: the two runs of a pair are seconds apart, so each round's
+# ratio compares the two tools in the same minute of a machine whose speed drifts (shared
+# VMs here moved 30% between minutes). The table shows the medians of the tokens/s over the
+# rounds, and the median and range of the rounds' ratios.
 # Both time warm runs: llama-bench runs each test once untimed before its repetitions, and
 # bench_gpt2 each prompt (--warm-up yes, its default); a CPU whose last-level cache holds a
 # model's weights times cold and warm prompts very differently.
@@ -64,103 +67,78 @@ for f in "${formats[@]}"; do
     files+=("$file")
 done
 
-tessera_args=()
-llama_args=()
-for file in "${files[@]}"; do
-    tessera_args+=(--model "$file")
-    llama_args+=(-m "$file")
-done
+# run_tessera ROUND FILE and run_llama ROUND FILE append to WORK_DIR/tessera-ROUND.txt and
+# llama-ROUND.jsonl (each jsonl row tagged with its file).
 if [[ -n $batch ]]; then
     most=$(tr ',' '\n' <<<"$batch" | sort -n | tail -1)
     run_tessera() {
-        "$build/bench/bench_gpt2" "${tessera_args[@]}" --threads "$threads" --batch "$batch" --tg "$tg" --rounds 2 \
-            >"$work/tessera-batch-$1.txt"
+        "$build/bench/bench_gpt2" --model "$2" --threads "$threads" --batch "$batch" --tg "$tg" --rounds 2 >>"$work/tessera-batch-$1.txt"
     }
     run_llama() {
-        : >"$work/llama-batch-$1.jsonl"
-        for file in "${files[@]}"; do
-            "$llama_batched" -m "$file" -t "$threads" -c $((most * (16 + tg))) -b 2048 -ub 512 -npp 16 -ntg "$tg" \
-                -npl "$batch" --output-format jsonl 2>>"$work/llama-batch-$1.log" |
-                grep '^{' | sed "s|^{|{\"file\": \"$file\", |" >>"$work/llama-batch-$1.jsonl"
-        done
+        "$llama_batched" -m "$2" -t "$threads" -c $((most * (16 + tg))) -b 2048 -ub 512 -npp 16 -ntg "$tg" \
+            -npl "$batch" --output-format jsonl 2>>"$work/llama-batch-$1.log" |
+            grep '^{' | sed "s|^{|{\"file\": \"$2\", |" >>"$work/llama-batch-$1.jsonl"
     }
+    kind=-batch
 else
     run_tessera() {
-        "$build/bench/bench_gpt2" "${tessera_args[@]}" --threads "$threads" --pp "$pp" --tg "$tg" --rounds 2 >"$work/tessera-$1.txt"
+        "$build/bench/bench_gpt2" --model "$2" --threads "$threads" --pp "$pp" --tg "$tg" --rounds 2 >>"$work/tessera-$1.txt"
     }
     run_llama() {
-        "$llama_bench" "${llama_args[@]}" -t "$threads" -p "$pp" -n "$tg" -r 2 -o jsonl >"$work/llama-$1.jsonl" 2>"$work/llama-$1.log"
+        "$llama_bench" -m "$2" -t "$threads" -p "$pp" -n "$tg" -r 2 -o jsonl 2>>"$work/llama-$1.log" |
+            sed "s|^{|{\"file\": \"$2\", |" >>"$work/llama-$1.jsonl"
     }
+    kind=
 fi
 for ((r = 1; r <= rounds; ++r)); do
     echo "round $r of $rounds"
-    if ((r % 2)); then run_tessera "$r"; run_llama "$r"; else run_llama "$r"; run_tessera "$r"; fi
+    : >"$work/tessera$kind-$r.txt"
+    : >"$work/llama$kind-$r.jsonl"
+    for i in "${!files[@]}"; do
+        if (((r + i) % 2)); then run_tessera "$r" "${files[$i]}"; run_llama "$r" "${files[$i]}"
+        else run_llama "$r" "${files[$i]}"; run_tessera "$r" "${files[$i]}"; fi
+    done
 done
 
-if [[ -n $batch ]]; then
-    python3 - "$work" "$rounds" "${files[@]}" <<'EOF'
+python3 - "$work" "$rounds" "$batch" "${files[@]}" <<'EOF'
 import json, os, re, statistics, sys
-work, rounds, files = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
-tessera, llama = {}, {}  # (file, sequences) -> [tokens/s per round]
+work, rounds, batch, files = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4:]
+kind = "-batch" if batch else ""
+tessera, llama = {}, {}  # (file, test) -> {round: tokens/s}; test: "pp16", "tg128" or a sequence count
 for r in range(1, rounds + 1):
     current = None
-    for line in open(os.path.join(work, f"tessera-batch-{r}.txt")):
-        m = re.match(r"model .* \((.*)\): aggregate decode", line.strip())
+    for line in open(os.path.join(work, f"tessera{kind}-{r}.txt")):
+        m = re.match(r"model .* \((.*)\)(: aggregate decode.*)?$", line.strip())
         if m: current = m.group(1)
-        m = re.match(r"\s+(\d+) sequences:\s+([\d.]+) tokens/s", line)
-        if m and current: tessera.setdefault((current, int(m.group(1))), []).append(float(m.group(2)))
-    for line in open(os.path.join(work, f"llama-batch-{r}.jsonl")):
+        m = re.match(r"\s+(\d+) sequences:\s+([\d.]+) tokens/s" if batch else r"\s+(pp\d+|tg\d+): ([\d.]+) tokens/s", line)
+        if m and current: tessera.setdefault((current, int(m.group(1)) if batch else m.group(1)), {})[r] = float(m.group(2))
+    for line in open(os.path.join(work, f"llama{kind}-{r}.jsonl")):
         row = json.loads(line)
-        llama.setdefault((row["file"], row["pl"]), []).append(row["speed_tg"])
-counts = sorted({n for (_, n) in tessera})
-print("\naggregate decode tokens/s, medians of", rounds, "rounds (tessera / llama.cpp = ratio)\n")
-print("| format | " + " | ".join(f"{n} seq" for n in counts) + " |")
-print("| --- | " + " | ".join("---" for _ in counts) + " |")
-with open(os.path.join(work, "batched.csv"), "w") as csv:
-    for f in files:
-        name = os.path.basename(f).removeprefix("gpt2-").removesuffix(".gguf")
-        cells = []
-        for n in counts:
-            a, b = tessera.get((f, n)), llama.get((f, n))
-            if a: csv.write(f"tessera,{name},{n},{statistics.median(a):.1f}\n")
-            if b: csv.write(f"llama.cpp,{name},{n},{statistics.median(b):.1f}\n")
-            if not a or not b: cells.append("n/a"); continue
-            a, b = statistics.median(a), statistics.median(b)
-            cells.append(f"{a:.1f} / {b:.1f} = **{a / b:.2f}x**")
-        print(f"| {name} | " + " | ".join(cells) + " |")
-EOF
-    python3 "$(dirname "$0")/plot_batched.py" "$work/batched.csv" "$work/batched.svg" \
-        "GPT-2 124M, $threads threads: aggregate decode (16-token prompts, tg$tg)"
-    echo "plot: $work/batched.svg"
-else
-python3 - "$work" "$rounds" "${files[@]}" <<'EOF'
-import json, os, re, statistics, sys
-work, rounds, files = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
-tessera, llama = {}, {}  # (file, test) -> [tokens/s per round]
-for r in range(1, rounds + 1):
-    current = None
-    for line in open(os.path.join(work, f"tessera-{r}.txt")):
-        m = re.match(r"model .* \((.*)\)$", line.strip())
-        if m: current = m.group(1)
-        m = re.match(r"\s+(pp\d+|tg\d+): ([\d.]+) tokens/s", line)
-        if m and current: tessera.setdefault((current, m.group(1)), []).append(float(m.group(2)))
-    for line in open(os.path.join(work, f"llama-{r}.jsonl")):
-        row = json.loads(line)
-        test = f"pp{row['n_prompt']}" if row["n_gen"] == 0 else f"tg{row['n_gen']}"
-        llama.setdefault((row["model_filename"], test), []).append(row["avg_ts"])
-tests = sorted({t for (_, t) in tessera}, key=lambda t: (t[:2] == "tg", int(t[2:])))
-print("\ntokens/s, medians of", rounds, "rounds (tessera / llama.cpp = ratio)\n")
-print("| format | " + " | ".join(tests) + " |")
+        if batch: test, speed = row["pl"], row["speed_tg"]
+        else: test, speed = (f"pp{row['n_prompt']}" if row["n_gen"] == 0 else f"tg{row['n_gen']}"), row["avg_ts"]
+        llama.setdefault((row["file"], test), {})[r] = speed
+tests = sorted({t for (_, t) in tessera}, key=lambda t: t if batch else (t[:2] == "tg", int(t[2:])))
+name = lambda f: os.path.basename(f).removeprefix("gpt2-").removesuffix(".gguf")
+what = "aggregate decode tokens/s" if batch else "tokens/s"
+print(f"\n{what}, medians of {rounds} rounds: tessera / llama.cpp = the median of the rounds' ratios (their range)\n")
+print("| format | " + " | ".join(f"{t} seq" if batch else t for t in tests) + " |")
 print("| --- | " + " | ".join("---" for _ in tests) + " |")
+csv = open(os.path.join(work, "batched.csv"), "w") if batch else None
 for f in files:
     cells = []
     for t in tests:
-        a, b = tessera.get((f, t)), llama.get((f, t))
-        if not a or not b: cells.append("n/a"); continue
-        a, b = statistics.median(a), statistics.median(b)
-        cells.append(f"{a:.1f} / {b:.1f} = **{a / b:.2f}x**")
-    name = os.path.basename(f).removeprefix("gpt2-").removesuffix(".gguf")
-    print(f"| {name} | " + " | ".join(cells) + " |")
+        a, b = tessera.get((f, t), {}), llama.get((f, t), {})
+        if csv and a: csv.write(f"tessera,{name(f)},{t},{statistics.median(a.values()):.1f}\n")
+        if csv and b: csv.write(f"llama.cpp,{name(f)},{t},{statistics.median(b.values()):.1f}\n")
+        ratios = [a[r] / b[r] for r in a if r in b]
+        if not ratios: cells.append("n/a"); continue
+        cells.append(f"{statistics.median(a.values()):.1f} / {statistics.median(b.values()):.1f} = "
+                     f"**{statistics.median(ratios):.2f}x** ({min(ratios):.2f}-{max(ratios):.2f})")
+    print(f"| {name(f)} | " + " | ".join(cells) + " |")
 EOF
+if [[ -n $batch ]]; then
+    python3 "$(dirname "$0")/plot_batched.py" "$work/batched.csv" "$work/batched.svg" \
+        "GPT-2 124M, $threads threads: aggregate decode (16-token prompts, tg$tg)"
+    echo "plot: $work/batched.svg"
 fi
 echo "raw outputs in $work"

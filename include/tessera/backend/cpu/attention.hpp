@@ -200,7 +200,9 @@ template <class KV>
     const float scale = 1.0f / std::sqrt(static_cast<float>(dim));
     const std::size_t row = heads * dim;  // stride between positions
 #if TESSERA_HAS_AVX512_KERNELS
-    if (tq >= attention_block_queries && attention_on_tiles(dim)) return attend_blocks_on_tiles(pool, scratch, q, k, v, out, tq, tk, heads, dim);
+    if (tq >= attention_block_queries && attention_on_tiles(dim)) {
+        return attend_blocks_on_tiles(pool, scratch, q, k, v, out, tq, tk, heads, dim);
+    }
 #endif
     const std::size_t widen_at = aligned_floats(attention_score_floats(tq, tk, dim));
     if (tq >= attention_block_queries) {

@@ -123,6 +123,19 @@ void attend_one(const float* q, const KV* k, const KV* v, float* out, std::size_
     o *= inv_sum;
 }
 
+// The causal softmax of a block of `rows` queries' scores (row stride `stride`) over `keys` keys,
+// the block's last query seeing them all: row i over its first keys - rows + i + 1, scaled by
+// `scale` after the maximum is taken off; the masked rest of the row, up to `keys`, zero.
+inline void causal_softmax_rows(float* scores, std::size_t rows, std::size_t stride, std::size_t keys, float scale) {
+    for (std::size_t i = 0; i < rows; ++i) {
+        const std::size_t visible = keys - rows + i + 1;
+        ArrayMap p(scores + i * stride, static_cast<Eigen::Index>(visible));
+        p = ((p - p.maxCoeff()) * scale).exp();
+        p /= p.sum();
+        std::fill(scores + i * stride + visible, scores + i * stride + keys, 0.0f);
+    }
+}
+
 #if TESSERA_HAS_AVX512_KERNELS
 // Head h's keys [0, tk) of a stored (positions, heads, dim) tensor, widened to float, as panels
 // of 16 keys in arrange_float_panel's order ([dim][16] each), the keys after tk zero: the
@@ -158,27 +171,14 @@ void attend_blocks_on_tiles(ThreadPool& pool, std::span<AlignedBuffer<float>> sc
         float* const keys_arranged = scores + keys_at;
         for (std::size_t h = begin; h < end; ++h) {
             arrange_head_keys(k, tk, heads, dim, h, keys_arranged);
-            avx512::FloatColumns values{nullptr, 1, row};
-            if constexpr (std::is_same_v<KV, float>) {
-                values.w = v + h * dim;
-            } else {
-                float* widened = scores + values_at;
-                for (std::size_t j = 0; j < tk; ++j)
-                    for (std::size_t c = 0; c < dim; ++c) widened[j * dim + c] = static_cast<float>(v[j * row + h * dim + c]);
-                values = {widened, 1, dim};
-            }
+            const ConstMatrixMap vh = head_rows(v, 0, tk, heads, dim, h, scores + values_at);  // (bf16: widened)
+            const avx512::FloatColumns values{vh.data(), 1, static_cast<std::size_t>(vh.outerStride())};
             for (std::size_t first = 0; first < tq; first += attention_query_block) {
                 const std::size_t rows = std::min(attention_query_block, tq - first), keys = tk - tq + first + rows;
                 const std::size_t columns = attention_panel_keys(keys);
                 avx512::float_panels_columns(q + first * row + h * dim, row, {keys_arranged, dim, avx512::float_panel_rows}, nullptr,
                                              scores, rows, dim, columns, 0, columns);
-                for (std::size_t i = 0; i < rows; ++i) {
-                    const std::size_t visible = keys - rows + i + 1;
-                    ArrayMap p(scores + i * columns, static_cast<Eigen::Index>(visible));
-                    p = ((p - p.maxCoeff()) * scale).exp();
-                    p /= p.sum();
-                    std::fill(scores + i * columns + visible, scores + i * columns + keys, 0.0f);
-                }
+                causal_softmax_rows(scores, rows, columns, keys, scale);
                 avx512::float_panels_columns(scores, columns, values, nullptr, out + first * row + h * dim, rows, keys, row, 0, dim);
             }
         }
@@ -221,14 +221,7 @@ template <class KV>
                     const auto seen = static_cast<Eigen::Index>(keys);
                     MatrixMap scores = matrix(scratch[thread].data(), rows, keys, keys);
                     scores.noalias() = matrix(q + first * row + h * dim, rows, dim, row) * kh.topRows(seen).transpose();
-                    for (std::size_t i = 0; i < rows; ++i) {
-                        const auto visible = static_cast<Eigen::Index>(keys - rows + i + 1);
-                        auto r = scores.row(static_cast<Eigen::Index>(i));
-                        auto p = r.head(visible).array();
-                        p = ((p - p.maxCoeff()) * scale).exp();
-                        p /= p.sum();
-                        r.tail(seen - visible).setZero();
-                    }
+                    causal_softmax_rows(scores.data(), rows, keys, keys, scale);
                     matrix(out + first * row + h * dim, rows, dim, row).noalias() = scores * vh.topRows(seen);
                 }
             }

@@ -1,7 +1,8 @@
 #pragma once
 // What the example programs share about the command line: strict number flags with plain
 // messages, inputs read whole with errors that name them, and outputs whose write errors stop
-// the program (a full disk, a closed pipe) instead of passing silently.
+// the program (a full disk, a closed pipe) instead of passing silently and that never replace
+// an input or anything but a regular file.
 #include <CLI/CLI.hpp>
 
 #include <fcntl.h>   // open
@@ -9,18 +10,22 @@
 
 #include <cerrno>       // errno
 #include <charconv>     // std::from_chars
-#include <cmath>        // std::isfinite, std::isinf, INFINITY
-#include <concepts>     // std::integral
+#include <cmath>        // std::isfinite, std::isinf, std::abs, INFINITY
+#include <limits>       // std::numeric_limits
+#include <concepts>     // std::integral, std::floating_point
 #include <cstdio>       // std::FILE, std::fwrite, std::fflush, std::ferror
 #include <cstring>      // std::strerror
 #include <optional>     // std::optional
 #include <string>       // std::string, std::to_string
 #include <string_view>  // std::string_view
-#include <utility>      // std::exchange
+#include <filesystem>   // std::filesystem::path
+#include <utility>      // std::in_place
+#include <vector>       // std::vector
 
 #include <tessera/core/error.hpp>           // Error
 #include <tessera/core/kv_precision.hpp>    // KvPrecision, kv_precision_named
 #include <tessera/core/weight_formats.hpp>  // WeightFormatId, weight_format_named
+#include <tessera/io/output_file.hpp>       // io::OutputFile
 
 namespace tessera::cli {
 
@@ -51,8 +56,10 @@ CLI::Validator whole_number(T lo, T hi) {
 enum class Bound { closed, open };
 
 // A finite real number between lo and hi, each end closed or open; hi = infinity leaves it
-// unbounded above. "nan", "inf", hexadecimal and trailing text are refused.
-inline CLI::Validator real_number(double lo, Bound lo_bound, double hi = INFINITY, Bound hi_bound = Bound::open) {
+// unbounded above. "nan", "inf", hexadecimal and trailing text are refused, and so is a number
+// that the flag's type T cannot hold (1e39 for a float would become infinity).
+template <std::floating_point T = double>
+CLI::Validator real_number(double lo, Bound lo_bound, double hi = INFINITY, Bound hi_bound = Bound::open) {
     const auto fmt = [](double v) {
         std::string s = std::to_string(v);
         s.erase(s.find_last_not_of('0') + 1);
@@ -68,6 +75,7 @@ inline CLI::Validator real_number(double lo, Bound lo_bound, double hi = INFINIT
             double value = 0;
             const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value, std::chars_format::general);
             const bool ok = !text.empty() && ec == std::errc{} && end == text.data() + text.size() && std::isfinite(value) &&
+                            std::abs(value) <= static_cast<double>(std::numeric_limits<T>::max()) &&
                             (lo_bound == Bound::closed ? value >= lo : value > lo) &&
                             (hi_bound == Bound::closed ? value <= hi : value < hi);
             return ok ? std::string{} : "must be " + range + ", got '" + text + "'";
@@ -135,21 +143,18 @@ inline std::string read_input(const std::string& path, std::size_t max_bytes = s
     }
 }
 
-// An output stream whose failures are errors naming it: a full disk, a closed or broken pipe
-// (with SIGPIPE ignored). A generator writing through it stops at the first failed piece.
+// An output whose failures are errors naming it: standard output (a full disk, a closed or
+// broken pipe, with SIGPIPE ignored: a generator writing through it stops at the first failed
+// piece), or a file written as io::OutputFile writes it: checked against the program's inputs
+// before anything is written, replaced only by finish(), left as it was on any failure.
 class Output {
 public:
     // Standard output, named so in errors.
-    Output() : file_(stdout), name_("standard output"), owned_(false) {}
-    // A file, created or truncated now.
-    explicit Output(const std::string& path) : file_(std::fopen(path.c_str(), "wb")), name_(path), owned_(true) {
-        if (!file_) throw Error("cannot write to " + path + ": " + std::strerror(errno));
-    }
+    Output() = default;
+    // A file: `path` must not be any of `inputs` and may only replace a regular file.
+    Output(const std::filesystem::path& path, const std::vector<std::filesystem::path>& inputs) : file_(std::in_place, path, inputs) {}
     Output(const Output&) = delete;
     Output& operator=(const Output&) = delete;
-    ~Output() {
-        if (owned_ && file_) std::fclose(file_);
-    }
 
     // Writes and flushes, so that the reader sees each piece as it comes.
     void write(std::string_view bytes) {
@@ -157,29 +162,25 @@ public:
         flush();
     }
     void flush() {
-        if (std::fflush(file_) != 0 || std::ferror(file_)) fail();
+        if (!file_ && (std::fflush(stdout) != 0 || std::ferror(stdout))) fail();
     }
     // Writes without flushing (bulk data); finish() reports a failure that happened here.
     void append(std::string_view bytes) {
-        if (std::fwrite(bytes.data(), 1, bytes.size(), file_) != bytes.size()) fail();
+        if (file_) return file_->append(bytes);
+        if (std::fwrite(bytes.data(), 1, bytes.size(), stdout) != bytes.size()) fail();
     }
-    // Flushes (and closes a file this Output opened): the last buffered bytes' failure is an error.
+    // Flushes standard output, or puts the file in place: the last bytes' failure is an error.
     void finish() {
+        if (file_) return file_->commit();
         flush();
-        if (owned_) {
-            std::FILE* f = std::exchange(file_, nullptr);
-            if (std::fclose(f) != 0) fail();
-        }
     }
 
 private:
-    [[noreturn]] void fail() const {
-        throw Error("cannot write to " + name_ + (errno ? std::string(": ") + std::strerror(errno) : std::string{}));
+    [[noreturn]] static void fail() {
+        throw Error("cannot write to standard output" + (errno ? std::string(": ") + std::strerror(errno) : std::string{}));
     }
 
-    std::FILE* file_;
-    std::string name_;
-    bool owned_;
+    std::optional<io::OutputFile> file_;
 };
 
 }  // namespace tessera::cli

@@ -29,8 +29,8 @@ namespace {
 
 // A GGUF file holds everything; a directory needs the four Hugging Face files.
 void require_model_files(const std::filesystem::path& dir) {
-    if (std::filesystem::is_regular_file(dir)) return;
-    for (const char* file : {"config.json", "model.safetensors", "vocab.json", "merges.txt"}) {
+    if (tessera::model_path_kind(dir) == tessera::ModelPathKind::gguf_file) return;
+    for (const char* file : tessera::hf_model_files) {
         if (!std::filesystem::exists(dir / file)) {
             throw tessera::ArgumentError("model directory " + dir.string() + " has no " + file);
         }
@@ -56,14 +56,14 @@ int main(int argc, char** argv) {
     app.add_option("-p,--prompt", prompt, "the prompt (otherwise standard input)");
     app.add_option("--max-new-tokens,-n", generation.max_new_tokens, "tokens to generate at most")
         ->check(whole_number<std::size_t>(0, most));
-    app.add_option("--temperature", sampling.temperature, "0 = greedy")->check(real_number(0, Bound::closed));
+    app.add_option("--temperature", sampling.temperature, "0 = greedy")->check(real_number<float>(0, Bound::closed));
     app.add_option("--top-k", sampling.top_k, "keep the k most likely tokens (0 = off)")->check(whole_number(0L, most));
     app.add_option("--top-p", sampling.top_p, "nucleus: smallest set with probability >= p (1 = off)")
         ->check(real_number(0, Bound::open, 1, Bound::closed));
     app.add_option("--min-p", sampling.min_p, "keep tokens with p >= min_p * p_max (0 = off)")
         ->check(real_number(0, Bound::closed, 1, Bound::closed));
     app.add_option("--repetition-penalty", sampling.repetition_penalty, "CTRL rule, > 0 (1 = off)")
-        ->check(real_number(0, Bound::open));
+        ->check(real_number<float>(0, Bound::open));
     app.add_option("--repeat-last-n", sampling.repeat_last_n, "tokens the penalties look back over")
         ->check(whole_number<std::size_t>(0, most));
     app.add_option("--presence-penalty", sampling.presence_penalty, "OpenAI rule, [-2, 2]")

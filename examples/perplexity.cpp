@@ -7,6 +7,9 @@
 //   [--kl-divergence BASE]       (compare with them: KL divergence, top-1 agreement, as
 //                                 llama.cpp's perplexity --kl-divergence reports them)
 //
+// Outputs (--dump-logits, --kl-divergence-base) are checked against every input first and
+// replace their file only once complete (io::OutputFile): a failure leaves every file as it was.
+//
 // Exit codes: 0 success, 1 bad input (files, model, tokens) or a failed write, 2 bad flags.
 #include <CLI/CLI.hpp>
 
@@ -15,6 +18,7 @@
 #include <span>
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <limits>
 #include <optional>
@@ -26,6 +30,7 @@
 
 #include <tessera/models/open_gpt2_on.hpp>
 #include <tessera/models/kl_divergence.hpp>
+#include <tessera/models/model_files.hpp>
 #include <tessera/models/perplexity.hpp>
 #include <tessera/tessera.hpp>
 
@@ -79,8 +84,15 @@ public:
         if (got != want) fail("was made from other tokens than this text's " + std::to_string(tokens.size()));
         if (file_.size() != first_row_ + tokens.size() * vocab * sizeof(float)) fail("has the wrong size (truncated?)");
     }
+    // Logits that are not finite would make every figure NaN: refused, naming the position.
     std::span<const float> row(std::size_t position) {
         file_.read(first_row_ + position * vocab_ * sizeof(float), std::as_writable_bytes(std::span(row_)));
+        for (std::size_t i = 0; i < row_.size(); ++i) {
+            if (!std::isfinite(row_[i])) {
+                fail("holds " + std::string(std::isnan(row_[i]) ? "NaN" : "an infinity") + " at position " +
+                     std::to_string(position) + ", token " + std::to_string(i));
+            }
+        }
         return row_;
     }
 
@@ -132,6 +144,14 @@ int main(int argc, char** argv) {
         return rc == 0 ? 0 : 2;
     }
     try {
+        // Every input is opened and checked before any output is created, and no output may be
+        // an input or the other output: a failure leaves every file as it was.
+        std::vector<std::filesystem::path> inputs = tessera::model_files(model_dir);
+        for (const std::string* in : {&text_file, &tokens_file, &kl_base_in})
+            if (!in->empty()) inputs.emplace_back(*in);
+        if (!dump_logits.empty() && !kl_base_out.empty() && tessera::io::same_file(dump_logits, kl_base_out)) {
+            throw tessera::ArgumentError("--dump-logits and --kl-divergence-base name the same file, " + dump_logits);
+        }
         std::optional<tessera::BpeTokenizer> tokenizer;
         std::vector<tessera::TokenId> tokens;
         if (!text_file.empty()) {
@@ -140,15 +160,15 @@ int main(int argc, char** argv) {
         } else {
             tokens = read_token_ids(tokens_file);
         }
-        std::optional<tessera::cli::Output> dump, kl_out;
-        if (!dump_logits.empty()) dump.emplace(dump_logits);
         const auto model = tessera::open_gpt2_on(backend, model_dir, threads, weights, device);
         model->use_kv_cache(kv_cache);
         if (tokenizer) tokenizer->check_vocab_size(model->vocabulary_size());  // ids must mean the same tokens
         std::optional<KlBase> kl_in;
         if (!kl_base_in.empty()) kl_in.emplace(kl_base_in, model->vocabulary_size(), tokens);
+        std::optional<tessera::cli::Output> dump, kl_out;
+        if (!dump_logits.empty()) dump.emplace(dump_logits, inputs);
         if (!kl_base_out.empty()) {
-            kl_out.emplace(kl_base_out);
+            kl_out.emplace(kl_base_out, inputs);
             kl_out->append(kl_header(model->vocabulary_size(), tokens));
         }
         tessera::DistributionComparison comparison;

@@ -4,6 +4,9 @@
 //
 //   quantize --model models/gpt2 --weights q8_0 --out gpt2-q8_0.gguf
 //
+// The output never replaces one of the model's files or anything but a regular file, and only
+// once it is complete (io::OutputFile): a failure leaves every file as it was.
+//
 // Exit codes: 0 success, 1 bad input (model files) or a failed write, 2 bad flags.
 #include <CLI/CLI.hpp>
 
@@ -34,6 +37,9 @@ int main(int argc, char** argv) {
         return rc == 0 ? 0 : 2;
     }
     try {
+        if (const std::size_t at = tessera::utf8::first_invalid(name); at != name.size()) {
+            throw tessera::ArgumentError("--name is not valid UTF-8 (at byte " + std::to_string(at) + ")");
+        }
         const tessera::Gpt2Files files(model);
         const auto tokenizer = tessera::open_tokenizer(model);
         if (name.empty()) name = std::filesystem::path(model).lexically_normal().filename().string();

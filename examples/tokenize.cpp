@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "command_line.hpp"
+#include "json_excerpt.hpp"
 
 #include <tessera/text/bpe_tokenizer.hpp>
 
@@ -35,7 +36,7 @@ std::vector<tessera::TokenId> parse_ids(const std::string& json_text) {
         const auto& v = j[i];
         constexpr auto most = static_cast<std::uint64_t>(std::numeric_limits<tessera::TokenId>::max());
         if (!v.is_number_unsigned() || v.get<std::uint64_t>() > most) {  // JSON parses 0, 1, ... as unsigned
-            throw tessera::ArgumentError("--decode: element " + std::to_string(i) + " (" + v.dump() + ") is not a token id");
+            throw tessera::ArgumentError("--decode: element " + std::to_string(i) + " (" + tessera::cli::json_excerpt(v) + ") is not a token id");
         }
         ids.push_back(static_cast<tessera::TokenId>(v.get<std::uint64_t>()));
     }

@@ -17,6 +17,8 @@
 #include <tessera/core/weight_formats.hpp>
 #include <tessera/io/gguf.hpp>
 
+#include "child_process.hpp"  // exit_code_with_address_space_headroom
+
 using tessera::FormatError;
 using tessera::io::GgmlType;
 using tessera::io::GgufFile;
@@ -182,4 +184,79 @@ TEST_CASE("GGUF: corrupt headers, counts, types and offsets are refused by name"
     bad = ok;  // two tensors named alike
     bad.replace(bad.find("f16"), 3, "f32");
     CHECK_THAT(error_of(bad), Catch::EndsWith("tensor 'f32' appears twice"));
+}
+
+namespace {
+// A GGUF file with no tensors and one metadata array: `count` elements of `element_type`,
+// each encoded as `element` (its bytes).
+std::string gguf_with_array(const std::string& key, std::uint32_t element_type, std::uint64_t count, const std::string& element) {
+    std::string b = "GGUF";
+    const auto put = [&b](auto v) { b.append(reinterpret_cast<const char*>(&v), sizeof v); };
+    put(std::uint32_t{3});
+    put(std::uint64_t{0});  // tensors
+    put(std::uint64_t{1});  // metadata
+    put(std::uint64_t{key.size()});
+    b += key;
+    put(std::uint32_t{9});  // array
+    put(element_type);
+    put(count);
+    b.reserve(b.size() + count * element.size());
+    for (std::uint64_t i = 0; i < count; ++i) b += element;
+    b.resize((b.size() + 31) / 32 * 32);  // the (empty) tensor data starts at the alignment
+    return b;
+}
+fs::path written(const std::string& name, const std::string& bytes) {
+    const fs::path path = fs::temp_directory_path() / ("tessera_gguf_" + std::to_string(::getpid()) + "_" + name);
+    std::ofstream(path, std::ios::binary) << bytes;
+    return path;
+}
+}  // namespace
+
+// An address-space cap and AddressSanitizer's shadow memory do not mix: this case exists only
+// in the plain build (test_gguf), not in test_gguf_asan.
+#if !defined(__SANITIZE_ADDRESS__)
+TEST_CASE("GGUF: a 20 MB metadata array opens in bounded memory, and reading it whole where memory runs out names the key", "[gguf]") {
+    // 20 million u8: as GgufValues they took 2 GB; opening now needs none of that, and reading
+    // the array whole where memory is short is an error naming the key.
+    const fs::path big = written("big.gguf", gguf_with_array("junk.bytes", 0, 20'000'000, std::string(1, '\x07')));
+    const int opened = tessera::test::exit_code_with_address_space_headroom(std::size_t{96} << 20, 60, [&] {
+        const GgufFile f(big);
+        return f.find("junk.bytes")->array_length == 20'000'000 && f.find("junk.bytes")->is_unread_array() ? 0 : 1;
+    });
+    CHECK(opened == 0);
+    const int read_whole = tessera::test::exit_code_with_address_space_headroom(std::size_t{96} << 20, 60, [&] {
+        const GgufFile f(big);
+        try {
+            (void)f.value("junk.bytes");
+        } catch (const FormatError& e) {
+            return std::string(e.what()).ends_with("metadata 'junk.bytes' (an array of 20000000 elements) does not fit in memory") ? 0 : 2;
+        }
+        return 1;
+    });
+    CHECK(read_whole == 0);
+    fs::remove(big);
+}
+#endif
+
+TEST_CASE("GGUF: metadata arrays are checked on opening and read when asked for", "[gguf]") {
+    const fs::path small = written("small.gguf", gguf_with_array("words", 8, 3, std::string("\x02\0\0\0\0\0\0\0hi", 10)));
+    const GgufFile f(small);
+    CHECK(f.find("words")->is_unread_array());
+    CHECK(f.find("words")->array_length == 3);
+    CHECK(f.string_array("words") == std::vector<std::string>{"hi", "hi", "hi"});
+    const GgufValue whole = f.value("words");
+    CHECK_FALSE(whole.is_unread_array());
+    REQUIRE(whole.elements.size() == 3);
+    CHECK(whole.elements[2].text == "hi");
+    CHECK(f.array_value("words", GgufValue::Type::string).size() == 3);
+    CHECK_THROWS_WITH(f.string_array("nope"), Catch::EndsWith("metadata 'nope' is missing"));
+    CHECK_THROWS_WITH(f.array_value("words", GgufValue::Type::u8), Catch::EndsWith("metadata 'words' is not an array of the expected type"));
+    fs::remove(small);
+    // Elements are still checked on opening: strings as UTF-8, bools as 0 or 1, the count
+    // against the bytes there are.
+    CHECK_THAT(error_of(gguf_with_array("words", 8, 2, std::string("\x01\0\0\0\0\0\0\0\xff", 9))),
+               Catch::Contains("metadata 'words' is not valid UTF-8"));
+    CHECK_THAT(error_of(gguf_with_array("flags", 7, 2, std::string(1, '\x02'))), Catch::Contains("metadata 'flags' is a bool of value 2"));
+    const std::string three = gguf_with_array("cut", 5, 3, std::string(4, '\0'));  // 12 bytes, then 1 of padding
+    CHECK_THAT(error_of(three.substr(0, three.size() - 6)), Catch::Contains("metadata 'cut' claims 3 elements but 7 bytes are left"));
 }

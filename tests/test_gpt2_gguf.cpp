@@ -54,8 +54,10 @@ fs::path rewritten(const std::string& from, const std::string& name, const Metad
                    const TensorEdit& edit_tensor = {}) {
     const io::GgufFile source(from);
     io::GgufWriter w;
-    for (auto [key, value] : source.metadata())
-        if (edit_metadata(key, value)) w.add(key, value);
+    for (const auto& entry : source.metadata()) {
+        io::GgufValue value = source.value(entry.first);
+        if (edit_metadata(entry.first, value)) w.add(entry.first, value);
+    }
     for (const io::GgufTensorInfo& t : source.tensors()) {
         std::vector<std::byte> bytes(t.bytes);
         source.read(t, bytes);
@@ -335,6 +337,52 @@ TEST_CASE("GGUF: a model that is not this network is refused, naming the key or 
                                         return true;
                                     })),
                Catch::Contains("tensor 'token_embd.weight' is not a table of rows of gpt2.embedding_length 64"));
+}
+
+TEST_CASE("GGUF: a file that disagrees with itself is refused, naming both numbers", "[gguf][errors]") {
+    // block_count 1 over two blocks: running one of them is another network.
+    const std::string tiny = gguf("tiny-f32.gguf");
+    CHECK_THAT(load_error(rewritten(tiny, "one-block.gguf",
+                                    [](const std::string& k, io::GgufValue& v) {
+                                        if (k == "gpt2.block_count") v.unsigned_value = 1;
+                                        return true;
+                                    })),
+               Catch::Contains("one-block.gguf: gpt2.block_count is 1 but the checkpoint holds tensors of 2 blocks"));
+    // A tokenizer of 50,257 tokens over an embedding of 50,000 rows: ids past 49,999 mean nothing.
+    const auto cut_rows = [](std::string& name, io::GgmlType&, std::vector<std::uint64_t>& ne, std::vector<std::byte>& bytes) {
+        if (name == "token_embd.weight") {
+            bytes.resize(bytes.size() / ne[1] * 50000);
+            ne[1] = 50000;
+        }
+        return true;
+    };
+    CHECK_THAT(load_error(rewritten(gguf("vocab-f32.gguf"), "fewer-rows.gguf", keep, cut_rows)),
+               Catch::Contains("fewer-rows.gguf: tokenizer.ggml.tokens has 50257 tokens but token_embd.weight has 50000 rows"));
+}
+
+TEST_CASE("GGUF: a NUL byte in a string from the file does not cut the message short", "[gguf][errors]") {
+    const std::string tiny = gguf("tiny-f32.gguf");
+    CHECK_THAT(load_error(rewritten(tiny, "nul.gguf",
+                                    [](const std::string& k, io::GgufValue& v) {
+                                        if (k == "general.architecture") v.text = std::string("gp\0t2", 5);
+                                        return true;
+                                    })),
+               Catch::EndsWith("nul.gguf: general.architecture is 'gp\\x00t2': only GPT-2 (\"gpt2\") runs here"));
+}
+
+TEST_CASE("GgufWriter: nothing is written that the reader would refuse", "[gguf][errors]") {
+    io::GgufWriter w;
+    CHECK_THROWS_WITH(w.add_string("general.name", "tiny\xff"),
+                      Catch::Equals("GgufWriter: the string of 'general.name' is not valid UTF-8 (at byte 4)"));
+    CHECK_THROWS_WITH(w.add_u32("bad\xc3", 1), Catch::Contains("metadata key of 'bad"));
+    CHECK_THROWS_WITH(w.add_strings("tokens", {"a", "b\xe2\x82"}), Catch::Contains("the string of 'tokens' is not valid UTF-8 (at byte 1)"));
+    CHECK_THROWS_WITH(w.add_tensor("t\xff", io::GgmlType::f32, {1}, [] { return std::vector<std::byte>(4); }),
+                      Catch::Contains("tensor name of 't"));
+    // metadata() gives arrays without their elements: copying one needs GgufFile::value().
+    const io::GgufFile source(gguf("vocab-f32.gguf"));
+    const io::GgufValue unread = source.metadata().at("tokenizer.ggml.tokens");
+    CHECK_THROWS_WITH(w.add("tokenizer.ggml.tokens", unread), Catch::Contains("is an array whose elements were not read"));
+    CHECK_NOTHROW(w.add("tokenizer.ggml.tokens", source.value("tokenizer.ggml.tokens")));
 }
 
 TEST_CASE("GGUF: NaN or infinite weights are refused, also in blocks used as stored", "[gguf][errors]") {

@@ -16,6 +16,7 @@
 #include <vector>       // std::vector
 
 #include "../command_line.hpp"  // parse_whole_number
+#include "../json_excerpt.hpp"  // json_excerpt
 
 #include <tessera/core/error.hpp>                   // ArgumentError
 #include <tessera/generation/completion.hpp>        // Completion, StopReason
@@ -79,31 +80,31 @@ template <class T>
 T integer(const json& v, const std::string& param, T lo, T hi) {
     // Whole numbers only (16.0 and "16" are not max_tokens); out-of-range values are named,
     // never wrapped or clamped. nlohmann keeps non-negative integers unsigned, negative signed.
-    if (!v.is_number_integer()) throw invalid(param, "must be an integer, got " + dump(v));
+    if (!v.is_number_integer()) throw invalid(param, "must be an integer, got " + cli::json_excerpt(v));
     const auto in = [&](auto x) { return std::cmp_greater_equal(x, lo) && std::cmp_less_equal(x, hi); };
     if (v.is_number_unsigned() ? !in(v.get<std::uint64_t>()) : !in(v.get<std::int64_t>())) {
-        throw invalid(param, "must be from " + std::to_string(lo) + " to " + std::to_string(hi) + ", got " + dump(v));
+        throw invalid(param, "must be from " + std::to_string(lo) + " to " + std::to_string(hi) + ", got " + cli::json_excerpt(v));
     }
     return v.is_number_unsigned() ? static_cast<T>(v.get<std::uint64_t>()) : static_cast<T>(v.get<std::int64_t>());
 }
 
 inline double number(const json& v, const std::string& param, double lo, bool lo_open, double hi) {
-    if (!v.is_number()) throw invalid(param, "must be a number, got " + dump(v));
+    if (!v.is_number()) throw invalid(param, "must be a number, got " + cli::json_excerpt(v));
     const double x = v.get<double>();
     if (!std::isfinite(x) || (lo_open ? x <= lo : x < lo) || x > hi) {
         throw invalid(param, "must be in " + std::string(lo_open ? "(" : "[") + dump(json(lo)) + ", " +
-                                 (std::isfinite(hi) ? dump(json(hi)) + "]" : "infinity)") + ", got " + dump(v));
+                                 (std::isfinite(hi) ? dump(json(hi)) + "]" : "infinity)") + ", got " + cli::json_excerpt(v));
     }
     return x;
 }
 
 inline bool boolean(const json& v, const std::string& param) {
-    if (!v.is_boolean()) throw invalid(param, "must be true or false, got " + dump(v));
+    if (!v.is_boolean()) throw invalid(param, "must be true or false, got " + cli::json_excerpt(v));
     return v.get<bool>();
 }
 
 inline std::string text(const json& v, const std::string& param) {
-    if (!v.is_string()) throw invalid(param, "must be a string, got " + dump(v));
+    if (!v.is_string()) throw invalid(param, "must be a string, got " + cli::json_excerpt(v));
     return v.get<std::string>();
 }
 
@@ -151,7 +152,7 @@ inline CompletionRequest parse_completion_request(const json& body, const BpeTok
             } else if (p.is_array()) {
                 add_ids(p, param);
             } else {
-                throw invalid(param, "must be a string or an array of token ids, got " + dump(p));
+                throw invalid(param, "must be a string or an array of token ids, got " + cli::json_excerpt(p));
             }
         }
     } else {
@@ -191,7 +192,7 @@ inline CompletionRequest parse_completion_request(const json& body, const BpeTok
         r.generation.logprobs = integer<std::size_t>(*v, "logprobs", 0, limits.max_logprobs);
         if (r.echo) throw invalid("logprobs", "with echo is not supported (log-probabilities of prompt tokens)");
     }
-    if (const json* v = field(body, "suffix")) throw invalid("suffix", "is not supported (GPT-2 only continues text), got " + dump(*v));
+    if (const json* v = field(body, "suffix")) throw invalid("suffix", "is not supported (GPT-2 only continues text), got " + cli::json_excerpt(*v));
     if (const json* v = field(body, "best_of"); v && integer<std::size_t>(*v, "best_of", 1, limits.max_choices) != r.n) {
         throw invalid("best_of", "other than n is not supported");
     }

@@ -296,6 +296,7 @@ int main(int argc, char** argv) {
     CLI::App app{"An OpenAI-compatible server for GPT-2 checkpoints (many requests decoded together)"};
     Settings s;
     using tessera::cli::Bound, tessera::cli::real_number, tessera::cli::whole_number;
+    constexpr double max_seconds = 1e9;  // about 31 years: any longer overflows the clocks' nanoseconds
     app.add_option("--model", s.model_path, "a GPT-2 GGUF file, or a directory with config.json, model.safetensors, vocab.json, merges.txt");
     tessera::cli::add_weights_option(app, s.weights);
     tessera::cli::add_kv_cache_option(app, s.kv_cache);
@@ -312,10 +313,12 @@ int main(int argc, char** argv) {
     app.add_option("--max-body", s.max_body, "request body limit in bytes (more: 413)")->check(whole_number<std::size_t>(1, std::size_t{1} << 30));
     app.add_option("--max-tokens", s.limits.max_tokens, "the largest max_tokens a request may ask")->check(whole_number<std::size_t>(1, 1 << 30));
     app.add_option("--max-choices", s.limits.max_choices, "the most choices (prompts x n) in one request")->check(whole_number<std::size_t>(1, 1024));
-    app.add_option("--timeout", s.timeout, "seconds a completion may run before it is cancelled")->check(real_number(0, Bound::open));
-    app.add_option("--read-timeout", s.read_timeout, "seconds to receive a request")->check(real_number(0, Bound::open));
+    app.add_option("--timeout", s.timeout, "seconds a completion may run before it is cancelled")
+        ->check(real_number(0, Bound::open, max_seconds, Bound::closed));
+    app.add_option("--read-timeout", s.read_timeout, "seconds to receive a request")
+        ->check(real_number(0, Bound::open, max_seconds, Bound::closed));
     app.add_option("--shutdown-grace", s.shutdown_grace, "seconds running completions may finish after SIGTERM/SIGINT")
-        ->check(real_number(0, Bound::closed));
+        ->check(real_number(0, Bound::closed, max_seconds, Bound::closed));
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

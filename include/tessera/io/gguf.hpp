@@ -5,7 +5,10 @@
 // file and the key or tensor: counts and lengths against the bytes left (no allocation a corrupt
 // count asks for), value and tensor types, dimensions (at most 4, no overflow), the alignment
 // and every tensor's offset and size against the data region, overlaps, duplicate keys and
-// names, strings as UTF-8.
+// names, strings as UTF-8. Metadata arrays (a tokenizer's 150,000 tokens, or a corrupt file's
+// 20 million bytes) are checked when the file opens but read only when asked for, so opening a
+// file costs memory for what the caller uses; an array that does not fit in memory is an error
+// naming its key.
 //
 // Dimensions are kept in ggml's order: ne[0] is the innermost (contiguous) one, so a PyTorch
 // [out, in] weight has ne = {in, out}.
@@ -17,6 +20,7 @@
 #include <cstring>      // std::memcpy
 #include <filesystem>   // std::filesystem::path
 #include <map>          // std::map
+#include <new>          // std::bad_alloc
 #include <optional>     // std::optional
 #include <span>         // std::span
 #include <string>       // std::string
@@ -97,7 +101,9 @@ inline void ggml_to_float(GgmlType t, const std::byte* src, float* dst, std::siz
     }
 }
 
-// A metadata value: a scalar, a string, or an array of one type.
+// A metadata value: a scalar, a string, or an array of one type. GgufFile::metadata() gives
+// arrays without their elements (array_length says how many there are; GgufFile::value(key)
+// reads them); a value built for GgufWriter holds them.
 struct GgufValue {
     enum class Type : std::uint32_t { u8, i8, u16, i16, u32, i32, f32, boolean, string, array, u64, i64, f64 };
     Type type = Type::u8;
@@ -106,11 +112,14 @@ struct GgufValue {
     double real_value = 0.0;           // f32, f64
     std::string text;                  // string
     Type element_type = Type::u8;      // array
-    std::vector<GgufValue> elements;   // array
+    std::uint64_t array_length = 0;    // array: its elements as the file counts them, read or not
+    std::vector<GgufValue> elements;   // array, when read
 
     bool is_unsigned() const noexcept { return type == Type::u8 || type == Type::u16 || type == Type::u32 || type == Type::u64; }
     bool is_signed() const noexcept { return type == Type::i8 || type == Type::i16 || type == Type::i32 || type == Type::i64; }
     bool is_real() const noexcept { return type == Type::f32 || type == Type::f64; }
+    // An array whose elements were not read (GgufFile::metadata()).
+    bool is_unread_array() const noexcept { return type == Type::array && elements.size() < array_length; }
 };
 
 struct GgufTensorInfo {
@@ -160,12 +169,28 @@ public:
         if (v.type != GgufValue::Type::string) fail("metadata '" + key + "' is not a string");
         return v.text;
     }
-    const std::vector<GgufValue>& array_value(const std::string& key, GgufValue::Type element) const {
+    // The value of `key` whole: an array with its elements (read from the file now).
+    GgufValue value(const std::string& key) const {
         const GgufValue& v = required(key);
-        if (v.type != GgufValue::Type::array || v.element_type != element) fail("metadata '" + key + "' is not an array of the expected type");
-        return v.elements;
+        if (!v.is_unread_array()) return v;
+        return read_array<GgufValue>(key, [&](Cursor& in) { return read_value(in, static_cast<std::uint32_t>(v.type), key, 0, true); });
     }
-
+    // The elements of an array of `element` values.
+    std::vector<GgufValue> array_value(const std::string& key, GgufValue::Type element) const {
+        checked_array(key, element);
+        return value(key).elements;
+    }
+    // The strings of an array of strings, read straight into strings.
+    std::vector<std::string> string_array(const std::string& key) const {
+        const GgufValue& v = checked_array(key, GgufValue::Type::string);
+        return read_array<std::vector<std::string>>(key, [&](Cursor& in) {
+            std::vector<std::string> out;
+            out.reserve(static_cast<std::size_t>(v.array_length));
+            in.skip(12, "metadata '" + key + "'");  // the element type and the length
+            for (std::uint64_t i = 0; i < v.array_length; ++i) out.push_back(in.string("metadata '" + key + "'"));
+            return out;
+        });
+    }
     const GgufTensorInfo* find_tensor(std::string_view name) const {
         for (const GgufTensorInfo& t : tensors_)
             if (t.name == name) return &t;
@@ -226,11 +251,28 @@ private:
         if (v == nullptr) fail("metadata '" + key + "' is missing");
         return *v;
     }
+    const GgufValue& checked_array(const std::string& key, GgufValue::Type element) const {
+        const GgufValue& v = required(key);
+        if (v.type != GgufValue::Type::array || v.element_type != element) fail("metadata '" + key + "' is not an array of the expected type");
+        return v;
+    }
+    // read(cursor) over the array of `key` from where it lies (its element type); memory it
+    // cannot have is a FormatError naming the key.
+    template <class Result, class Read>
+    Result read_array(const std::string& key, Read&& read) const {
+        Cursor in(*this, array_at_.at(key));
+        try {
+            return read(in);
+        } catch (const std::bad_alloc&) {
+            fail("metadata '" + key + "' (an array of " + std::to_string(required(key).array_length) +
+                 " elements) does not fit in memory");
+        }
+    }
 
     // Sequential reads through a window of the file.
     class Cursor {
     public:
-        explicit Cursor(const GgufFile& f) : f_(f) {}
+        explicit Cursor(const GgufFile& f, std::uint64_t position = 0) : f_(f), pos_(position) {}
         std::uint64_t position() const noexcept { return pos_; }
         std::uint64_t left() const noexcept { return f_.file_.size() - pos_; }
 
@@ -249,6 +291,13 @@ private:
                 pos_ += chunk;
                 n -= chunk;
             }
+        }
+        void skip(std::uint64_t n, const std::string& what) {
+            if (n > left()) {
+                f_.fail("truncated: " + what + " needs " + std::to_string(n) + " bytes at byte " + std::to_string(pos_) + ", " +
+                        std::to_string(left()) + " are left");
+            }
+            pos_ += n;
         }
         template <class T>
         T scalar(const std::string& what) {
@@ -290,8 +339,15 @@ private:
         }
     }
 
-    // One value of `type`; errors name the key (an array's elements, the array's key).
-    GgufValue value(Cursor& in, std::uint32_t type, const std::string& key, std::size_t depth) {
+    static std::uint64_t fixed_size(GgufValue::Type t) noexcept {
+        using T = GgufValue::Type;
+        return t == T::string || t == T::array || t == T::boolean ? 0 : smallest_encoding(t);
+    }
+
+    // One value of `type`; errors name the key (an array's elements, the array's key). An array
+    // keeps its elements only when `whole`; otherwise they are checked (strings as UTF-8, bools
+    // as 0 or 1, nested arrays likewise) and skipped.
+    GgufValue read_value(Cursor& in, std::uint32_t type, const std::string& key, std::size_t depth, bool whole) const {
         using T = GgufValue::Type;
         if (type > static_cast<std::uint32_t>(T::f64)) fail("metadata '" + key + "' has unknown value type " + std::to_string(type));
         GgufValue v;
@@ -327,8 +383,15 @@ private:
                          " bytes are left");
                 }
                 v.element_type = static_cast<T>(element);
-                v.elements.reserve(static_cast<std::size_t>(count));
-                for (std::uint64_t i = 0; i < count; ++i) v.elements.push_back(value(in, element, key, depth + 1));
+                v.array_length = count;
+                if (whole) {
+                    v.elements.reserve(static_cast<std::size_t>(count));
+                    for (std::uint64_t i = 0; i < count; ++i) v.elements.push_back(read_value(in, element, key, depth + 1, true));
+                } else if (const std::uint64_t size = fixed_size(v.element_type)) {
+                    in.skip(count * size, what);
+                } else {
+                    for (std::uint64_t i = 0; i < count; ++i) (void)read_value(in, element, key, depth + 1, false);
+                }
                 break;
             }
         }
@@ -350,7 +413,9 @@ private:
         for (std::uint64_t i = 0; i < kv_count; ++i) {
             std::string key = in.string("metadata key " + std::to_string(i));
             const auto type = in.scalar<std::uint32_t>("metadata '" + key + "': type");
-            GgufValue v = value(in, type, key, 0);
+            const std::uint64_t at = in.position();
+            GgufValue v = read_value(in, type, key, 0, false);
+            if (v.type == GgufValue::Type::array) array_at_.emplace(key, at);
             if (!metadata_.emplace(key, std::move(v)).second) fail("metadata '" + key + "' appears twice");
         }
         if (const GgufValue* a = find("general.alignment")) {
@@ -417,6 +482,7 @@ private:
     std::uint64_t alignment_ = 32;
     std::uint64_t data_start_ = 0;
     std::map<std::string, GgufValue> metadata_;
+    std::map<std::string, std::uint64_t> array_at_;  // where each array's element type lies
     std::vector<GgufTensorInfo> tensors_;
 };
 

@@ -2,11 +2,13 @@
 // GgufWriter: writes GGUF v3 files (ggml's docs/gguf.md) that GgufFile and llama.cpp read:
 // the header, the metadata in the order added, the tensor descriptions, then each tensor's
 // data at the next multiple of the alignment (32). Tensor data is produced one tensor at a
-// time while the file is written (a 500 MB model is never held whole), into PATH.tmp, renamed
-// to PATH only when everything is written: a failure leaves no half-written file behind.
+// time while the file is written (a 500 MB model is never held whole), through an OutputFile:
+// never over one of the inputs or anything but a regular file, and put in place only when
+// everything is written (a failure leaves the target as it was). Keys and strings must be
+// valid UTF-8, as GgufFile requires: nothing is written that the reader would refuse.
 #include <cstddef>     // std::byte, std::size_t
 #include <cstdint>     // std::uint32_t, std::uint64_t
-#include <cstdio>      // std::FILE, std::fopen, std::fwrite, std::fclose, std::remove, std::rename
+#include <filesystem>  // std::filesystem::path
 #include <functional>  // std::function
 #include <set>         // std::set
 #include <string>      // std::string
@@ -14,7 +16,9 @@
 #include <vector>      // std::vector
 
 #include <tessera/core/error.hpp>  // Error, ArgumentError
-#include <tessera/io/gguf.hpp>     // GgufValue, GgmlType, ggml_block_elements, ggml_block_bytes
+#include <tessera/io/gguf.hpp>         // GgufValue, GgmlType, ggml_block_elements, ggml_block_bytes
+#include <tessera/io/output_file.hpp>  // OutputFile
+#include <tessera/text/utf8.hpp>       // utf8::first_invalid
 
 namespace tessera::io {
 
@@ -22,7 +26,14 @@ class GgufWriter {
 public:
     static constexpr std::uint64_t alignment = 32;  // GGUF's default: no general.alignment needed
 
+    // A value as GgufFile::value() gives it (an array with its elements; metadata()'s arrays
+    // without them are refused).
     void add(const std::string& key, GgufValue value) {
+        check_utf8(key, "metadata key", key);
+        if (value.is_unread_array()) {
+            throw ArgumentError("GgufWriter: metadata '" + key + "' is an array whose elements were not read (GgufFile::value)");
+        }
+        check_strings(key, value);
         if (!keys_.insert(key).second) throw ArgumentError("GgufWriter: metadata '" + key + "' added twice");
         metadata_.emplace_back(key, std::move(value));
     }
@@ -68,6 +79,7 @@ public:
     // bytes when the file is written and must return exactly the size the type and ne imply.
     void add_tensor(const std::string& name, GgmlType type, std::vector<std::uint64_t> ne,
                     std::function<std::vector<std::byte>()> produce) {
+        check_utf8(name, "tensor name", name);
         if (!names_.insert(name).second) throw ArgumentError("GgufWriter: tensor '" + name + "' added twice");
         if (ne.empty() || ne.size() > GgufFile::max_dims || ne[0] % ggml_block_elements(type) != 0) {
             throw ArgumentError("GgufWriter: tensor '" + name + "': 1 to 4 dimensions, rows of whole blocks");
@@ -78,21 +90,11 @@ public:
                             std::move(produce)});
     }
 
-    void write(const std::string& path) const {
-        const std::string temporary = path + ".tmp";
-        std::FILE* f = std::fopen(temporary.c_str(), "wb");
-        if (f == nullptr) throw Error("cannot write " + temporary);
-        try {
-            write_to(f, temporary);
-        } catch (...) {
-            std::fclose(f);
-            std::remove(temporary.c_str());
-            throw;
-        }
-        if (std::fclose(f) != 0 || std::rename(temporary.c_str(), path.c_str()) != 0) {
-            std::remove(temporary.c_str());
-            throw Error("cannot write " + path);
-        }
+    // Writes the file at `path`, which must not be any of `inputs` (OutputFile's rules).
+    void write(const std::filesystem::path& path, const std::vector<std::filesystem::path>& inputs = {}) const {
+        OutputFile file(path, inputs);
+        write_to(file);
+        file.commit();
     }
 
 private:
@@ -111,11 +113,23 @@ private:
         return v;
     }
 
+    // Refuses text GgufFile would refuse, naming where it is.
+    static void check_utf8(std::string_view text, const char* what, const std::string& key) {
+        if (const std::size_t at = utf8::first_invalid(text); at != text.size()) {
+            throw ArgumentError("GgufWriter: " + std::string(what) + " of '" + key +
+                                "' is not valid UTF-8 (at byte " + std::to_string(at) + ")");
+        }
+    }
+    static void check_strings(const std::string& key, const GgufValue& v) {
+        if (v.type == GgufValue::Type::string) check_utf8(v.text, "the string", key);
+        for (const GgufValue& e : v.elements) check_strings(key, e);
+    }
+
     class Out {
     public:
-        Out(std::FILE* f, const std::string& path) : f_(f), path_(path) {}
+        explicit Out(OutputFile& file) : file_(file) {}
         void bytes(const void* p, std::size_t n) {
-            if (n != 0 && std::fwrite(p, 1, n, f_) != n) throw Error("cannot write " + path_ + " (disk full?)");
+            file_.append(std::span(static_cast<const std::byte*>(p), n));
             written_ += n;
         }
         template <class T>
@@ -130,8 +144,7 @@ private:
         }
 
     private:
-        std::FILE* f_;
-        const std::string& path_;
+        OutputFile& file_;
         std::uint64_t written_ = 0;
     };
 
@@ -158,8 +171,8 @@ private:
         }
     }
 
-    void write_to(std::FILE* f, const std::string& path) const {
-        Out out(f, path);
+    void write_to(OutputFile& file) const {
+        Out out(file);
         out.bytes("GGUF", 4);
         out.scalar<std::uint32_t>(3);
         out.scalar<std::uint64_t>(tensors_.size());

@@ -8,6 +8,7 @@
 //     Q4_0 (and a Q6_K embedding, as llama-quantize writes Q4_0 files); blocks in the format a
 //     layer keeps are copied as they are.
 // The layers name tensors the Hugging Face way; GgufGpt2Checkpoint translates.
+#include <algorithm>    // std::max
 #include <cmath>        // std::isfinite
 #include <cstddef>      // std::size_t, std::byte
 #include <cstdint>      // std::uint64_t
@@ -34,6 +35,29 @@ inline void check_rows_asked(const std::string& file, const TensorRequest& r, st
                           std::to_string(r.cols == 0 ? 0 : elements / r.cols) + ") of " + std::to_string(r.rows) + " asked for");
     }
 }
+
+// How many decoder blocks a checkpoint holds tensors of: one past the highest N among the
+// names "<prefix>N.<...>" (0 when none).
+template <class Names>
+std::size_t blocks_held(const Names& names, std::string_view prefix) {
+    std::size_t blocks = 0;
+    for (const std::string& name : names) {
+        if (!name.starts_with(prefix)) continue;
+        std::size_t n = 0, i = prefix.size();
+        while (i < name.size() && name[i] >= '0' && name[i] <= '9' && n < (std::size_t{1} << 32)) n = n * 10 + static_cast<std::size_t>(name[i++] - '0');
+        if (i > prefix.size() && i < name.size() && name[i] == '.') blocks = std::max(blocks, n + 1);
+    }
+    return blocks;
+}
+
+// A file whose hyperparameters and tensors disagree about the number of blocks is refused,
+// naming both: running fewer blocks than the checkpoint holds is silently another network.
+inline void check_blocks_held(const std::string& file, const std::string& says, std::size_t n_layer, std::size_t held) {
+    if (held != n_layer) {
+        throw FormatError(file + ": " + says + " " + std::to_string(n_layer) + " but the checkpoint holds tensors of " +
+                          std::to_string(held) + " blocks");
+    }
+}
 }  // namespace detail
 
 class SafetensorsGpt2Checkpoint final : public Checkpoint {
@@ -42,6 +66,8 @@ public:
         : file_(file), prefix_(file.contains("transformer.wte.weight") ? "transformer." : "") {}
 
     const std::string& path() const override { return file_.path(); }
+    // "transformer." when the names carry it, else "".
+    const std::string& prefix() const noexcept { return prefix_; }
 
     void read_rows(const TensorRequest& r, std::size_t first, std::span<float> dst) const override {
         const io::TensorInfo& t = checked(r);
@@ -189,6 +215,12 @@ inline Gpt2Hyperparameters gguf_gpt2_hyperparameters(const io::GgufFile& file) {
         fail("metadata 'gpt2.attention.layer_norm_epsilon' must be a positive number that a float can hold, got " + std::to_string(eps));
     }
     h.tie_word_embeddings = file.find_tensor("output.weight") == nullptr;
+    // The tokenizer's ids index the embedding's rows: a count that differs is another model's.
+    if (const io::GgufValue* tokens = file.find("tokenizer.ggml.tokens");
+        tokens && tokens->type == io::GgufValue::Type::array && tokens->array_length != s.vocab_size) {
+        fail("tokenizer.ggml.tokens has " + std::to_string(tokens->array_length) + " tokens but token_embd.weight has " +
+             std::to_string(s.vocab_size) + " rows");
+    }
     return h;
 }
 

@@ -14,6 +14,7 @@
 #include <string>      // std::string
 #include <type_traits> // std::is_same_v
 #include <utility>     // std::move
+#include <vector>      // std::vector
 
 #include <tessera/core/error.hpp>              // FormatError
 #include <tessera/io/json.hpp>                 // parse_json, JsonValue
@@ -24,6 +25,7 @@
 #include <tessera/models/gpt2.hpp>             // GPT2
 #include <tessera/models/gpt2_config.hpp>      // GPT2Shape, GPT2Dynamic
 #include <tessera/models/language_model.hpp>   // LanguageModel, LanguageModelFor
+#include <tessera/models/model_files.hpp>      // model_path_kind, model_files
 #include <tessera/core/weight_formats.hpp>     // WeightType, WeightFormatId, with_weight_type
 #include <tessera/backend/backend.hpp>         // RunsWeightsAs
 
@@ -110,8 +112,8 @@ struct HfGpt2Config : Gpt2Hyperparameters {
 // Face directory (config.json, model.safetensors) or a GGUF file.
 class Gpt2Files {
 public:
-    explicit Gpt2Files(const std::filesystem::path& path) {
-        if (std::filesystem::is_regular_file(path)) {
+    explicit Gpt2Files(const std::filesystem::path& path) : paths_(model_files(path)) {
+        if (model_path_kind(path) == ModelPathKind::gguf_file) {
             gguf_.emplace(path);
             hyper_ = gguf_gpt2_hyperparameters(*gguf_);
             checkpoint_ = std::make_unique<GgufGpt2Checkpoint>(*gguf_);
@@ -123,15 +125,21 @@ public:
                 for (const io::GgufTensorInfo& t : gguf_->tensors()) held += static_cast<double>(t.elements());
                 return held;
             }());
+            std::vector<std::string> names;
+            for (const io::GgufTensorInfo& t : gguf_->tensors()) names.push_back(t.name);
+            detail::check_blocks_held(gguf_->path(), "gpt2.block_count is", hyper_.shape.n_layer, detail::blocks_held(names, "blk."));
         } else {
             hyper_ = HfGpt2Config::read(path / "config.json");
             safetensors_.emplace(path / "model.safetensors");
-            checkpoint_ = std::make_unique<SafetensorsGpt2Checkpoint>(*safetensors_);
+            auto checkpoint = std::make_unique<SafetensorsGpt2Checkpoint>(*safetensors_);
             check_weight_count((path / "config.json").string(), safetensors_->path(), [&] {
                 double held = 0;
                 for (const std::string& name : safetensors_->names()) held += static_cast<double>(safetensors_->info(name).elements());
                 return held;
             }());
+            detail::check_blocks_held(safetensors_->path(), "config.json's n_layer is", hyper_.shape.n_layer,
+                                      detail::blocks_held(safetensors_->names(), checkpoint->prefix() + "h."));
+            checkpoint_ = std::move(checkpoint);
         }
     }
     Gpt2Files(const Gpt2Files&) = delete;  // the checkpoint refers to the file
@@ -141,6 +149,8 @@ public:
     const Checkpoint& checkpoint() const noexcept { return *checkpoint_; }
     // The format of the matrices as stored (f32 for safetensors, whose F16/BF16 load as float).
     WeightFormatId stored_format() const noexcept { return stored_; }
+    // The files the model consists of (model_files): what a program writing must not replace.
+    const std::vector<std::filesystem::path>& paths() const noexcept { return paths_; }
 
 private:
     // A shape that implies more weights than the file holds (n_layer 1200 instead of 12) is
@@ -153,6 +163,7 @@ private:
         }
     }
 
+    std::vector<std::filesystem::path> paths_;
     Gpt2Hyperparameters hyper_;
     std::optional<io::SafetensorsFile> safetensors_;
     std::optional<io::GgufFile> gguf_;

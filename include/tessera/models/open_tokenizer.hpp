@@ -2,12 +2,13 @@
 // The tokenizer that belongs to a model, from wherever the model keeps it: vocab.json and
 // merges.txt in a Hugging Face directory, or the tokenizer.ggml.* metadata of a GGUF file (so
 // that one .gguf file is all a user needs).
-#include <filesystem>  // std::filesystem::path, is_regular_file
+#include <filesystem>  // std::filesystem::path
 #include <string>      // std::string
 #include <vector>      // std::vector
 
 #include <tessera/core/error.hpp>          // FormatError
 #include <tessera/io/gguf.hpp>             // GgufFile
+#include <tessera/models/model_files.hpp>  // model_path_kind
 #include <tessera/text/bpe_tokenizer.hpp>  // BpeTokenizer
 
 namespace tessera {
@@ -26,12 +27,7 @@ inline BpeTokenizer tokenizer_from_gguf(const io::GgufFile& file) {
             fail("tokenizer.ggml.pre is '" + pre + "': only GPT-2's pre-tokenizer (\"gpt-2\") is supported");
         }
     }
-    const auto strings = [&](const std::string& key) {
-        std::vector<std::string> out;
-        for (const io::GgufValue& v : file.array_value(key, io::GgufValue::Type::string)) out.push_back(v.text);
-        return out;
-    };
-    BpeTokenizer tokenizer(strings("tokenizer.ggml.tokens"), strings("tokenizer.ggml.merges"), file.path());
+    BpeTokenizer tokenizer(file.string_array("tokenizer.ggml.tokens"), file.string_array("tokenizer.ggml.merges"), file.path());
     if (file.find("tokenizer.ggml.eos_token_id")) {
         const std::uint64_t eos = file.unsigned_value("tokenizer.ggml.eos_token_id");
         if (!tokenizer.eos_id() || eos != static_cast<std::uint64_t>(*tokenizer.eos_id())) {
@@ -44,7 +40,7 @@ inline BpeTokenizer tokenizer_from_gguf(const io::GgufFile& file) {
 
 // A model's tokenizer: `path` is a Hugging Face directory or a GGUF file.
 inline BpeTokenizer open_tokenizer(const std::filesystem::path& path) {
-    if (std::filesystem::is_regular_file(path)) return tokenizer_from_gguf(io::GgufFile(path));
+    if (model_path_kind(path) == ModelPathKind::gguf_file) return tokenizer_from_gguf(io::GgufFile(path));
     return BpeTokenizer::from_directory(path);
 }
 

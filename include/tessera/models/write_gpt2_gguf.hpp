@@ -10,6 +10,7 @@
 // tools write).
 #include <cstddef>   // std::byte, std::size_t
 #include <cstdint>   // std::int32_t, std::uint32_t
+#include <filesystem> // std::filesystem::path
 #include <string>    // std::string
 #include <vector>    // std::vector
 
@@ -72,8 +73,10 @@ inline std::uint32_t llama_file_type(WeightFormatId format) noexcept {
     return 0;
 }
 
+// Writes the file at `path`, which must not be one of the model's files (files.paths()) and is
+// replaced only once complete (io::OutputFile).
 inline void write_gpt2_gguf(const Gpt2Files& files, const BpeTokenizer& tokenizer, WeightFormatId format,
-                            const std::string& path, const std::string& name) {
+                            const std::filesystem::path& path, const std::string& name) {
     const Gpt2Hyperparameters& h = files.hyperparameters();
     const auto stored_as = [&](const TensorRequest& r) {
         if (r.role == TensorRequest::Role::linear) return format;
@@ -125,7 +128,7 @@ inline void write_gpt2_gguf(const Gpt2Files& files, const BpeTokenizer& tokenize
             });
         });
     }
-    w.write(path);
+    w.write(path, files.paths());
 }
 
 }  // namespace tessera

@@ -21,6 +21,7 @@
 #include "command_line.hpp"
 #include "json_excerpt.hpp"
 
+#include <tessera/models/open_tokenizer.hpp>  // open_tokenizer: a model directory or a GGUF file
 #include <tessera/text/bpe_tokenizer.hpp>
 
 namespace {
@@ -50,7 +51,7 @@ int main(int argc, char** argv) {
     std::string model_dir, vocab, merges;
     std::optional<std::string> text;
     bool decode = false, jsonl = false, allow_special = false;
-    auto* model_opt = app.add_option("--model", model_dir, "Hugging Face model directory with vocab.json and merges.txt");
+    auto* model_opt = app.add_option("--model", model_dir, "a Hugging Face model directory with vocab.json and merges.txt, or a GGUF file");
     auto* vocab_opt = app.add_option("--vocab", vocab, "vocab.json")->excludes(model_opt);
     auto* merges_opt = app.add_option("--merges", merges, "merges.txt")->excludes(model_opt);
     vocab_opt->needs(merges_opt);
@@ -71,7 +72,7 @@ int main(int argc, char** argv) {
     }
     try {
         const auto tokenizer = model_dir.empty() ? tessera::BpeTokenizer::from_files(vocab, merges)
-                                                 : tessera::BpeTokenizer::from_directory(model_dir);
+                                                 : tessera::open_tokenizer(model_dir);
         const auto special = allow_special ? tessera::SpecialTokens::allowed : tessera::SpecialTokens::as_text;
         const std::string input = text ? *text : tessera::cli::read_input("-");
         tessera::cli::Output out;

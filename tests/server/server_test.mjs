@@ -231,11 +231,11 @@ test('invalid requests get OpenAI errors naming the parameter', async () => {
     // Valid JSON nested 100,000 levels deep where a number or a prompt belongs: the message
     // quotes a few levels of it (the whole value, printed recursively, overflowed the stack).
     const deep = '['.repeat(100000) + ']'.repeat(100000);
-    for (const [body, param] of [[`{"prompt": "x", "max_tokens": ${deep}}`, 'max_tokens'], [`{"prompt": [${deep}]}`, 'prompt[0]']]) {
+    for (const [body, param] of [[`{"prompt": "x", "max_tokens": ${deep}}`, 'max_tokens'], [`{"prompt": [${deep}]}`, 'prompt[0][0]']]) {
       const r = await post(s.base, '/v1/completions', body);
       assert.equal(r.status, 400, param);
       assert.equal(r.json.error.param, param);
-      assert.match(r.json.error.message, /got \[\[\[\[…\]\]\]\]$/);
+      assert.match(r.json.error.message, /got \[\[\[\[\[…\]\]\]\]\]$/);
     }
     const notFound = await fetch(s.base + '/v1/nothing');
     assert.equal(notFound.status, 404);

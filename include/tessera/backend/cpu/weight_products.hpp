@@ -885,9 +885,13 @@ inline const AlignedBuffer<std::uint32_t>& pack_bf16_activations(ThreadPool& poo
                 // (The bounds tested once per row, not per element: with them in the loop this
                 // packing took 6% of a bf16 512-token prompt, profiled.)
                 const float* x = a + i * k;
-                for (std::size_t j = 0; j < k / 2; ++j)
+                std::size_t j = 0;
+                for (; j < k / 2; ++j)
                     dst[j * rows_per_tile + t] = std::uint32_t{bf16(x[2 * j]).bits} | std::uint32_t{bf16(x[2 * j + 1]).bits} << 16;
-                if (k % 2 != 0) dst[(pairs - 1) * rows_per_tile + t] = bf16(x[k - 1]).bits;
+                if (k % 2 != 0) dst[j++ * rows_per_tile + t] = bf16(x[k - 1]).bits;
+                // The pairs past k (AMX pads k to 32): zero, not what the buffer held before,
+                // which the zero weights there would turn into NaN where it was NaN or infinite.
+                for (; j < pairs; ++j) dst[j * rows_per_tile + t] = 0;
             }
         }
     });

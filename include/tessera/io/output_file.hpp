@@ -8,7 +8,7 @@
 // as it was and the temporary file is removed.
 #include <fcntl.h>     // open, O_CREAT, O_EXCL
 #include <sys/stat.h>  // stat, lstat, fstat, fchmod, S_IS*
-#include <unistd.h>    // close, fsync, unlink
+#include <unistd.h>    // close, fsync, unlink, getpid
 
 #include <cerrno>       // errno
 #include <cstddef>      // std::byte, std::size_t
@@ -16,7 +16,8 @@
 #include <cstring>      // std::strerror
 #include <filesystem>   // std::filesystem::path, weakly_canonical
 #include <optional>     // std::optional
-#include <random>       // std::random_device
+#include <atomic>       // std::atomic
+#include <chrono>       // std::chrono::steady_clock
 #include <span>         // std::span
 #include <string>       // std::string
 #include <string_view>  // std::string_view
@@ -148,15 +149,18 @@ private:
         throw Error("cannot write " + name_ + (error ? std::string(": ") + std::strerror(error) : std::string{}));
     }
 
-    // A new file (O_EXCL: never one that exists) named after the target with a random suffix,
-    // in the target's directory so that the rename stays within one file system. Created with
-    // mode 0666 less the umask, as the target would be.
+    // A new file (O_EXCL: never one that exists) named after the target with a suffix from the
+    // process id, a counter and the clock, in the target's directory so that the rename stays
+    // within one file system. Created with mode 0666 less the umask, as the target would be.
     void create_temporary() {
-        std::random_device random;
+        static std::atomic<unsigned> counter{0};
         const std::filesystem::path directory = target_.has_parent_path() ? target_.parent_path() : ".";
         for (int attempt = 0; attempt < 64; ++attempt) {
+            const auto now = static_cast<unsigned long long>(std::chrono::steady_clock::now().time_since_epoch().count());
+            const unsigned mixed = static_cast<unsigned>((now ^ (now >> 32)) * 2654435761u) ^
+                                   static_cast<unsigned>(::getpid()) * 40503u ^ counter++ * 2246822519u;
             char suffix[16];
-            std::snprintf(suffix, sizeof suffix, ".%08x.tmp", static_cast<unsigned>(random()));
+            std::snprintf(suffix, sizeof suffix, ".%08x.tmp", mixed);
             std::string name(".");  // (built in steps: GCC 12 warns falsely on "." + std::string)
             name += target_.filename().string();
             name += suffix;

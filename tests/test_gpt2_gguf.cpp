@@ -181,6 +181,34 @@ TEST_CASE("GGUF: a Q4_0 file with a Q6_K embedding, as llama-quantize writes it"
     CHECK(worst_decode <= 2e-2 * scale);
 }
 
+// K-quant files (Q4_K with a Q6_K embedding, as a Q4_K_M file keeps its output; Q5_K), written by
+// the independent converter with the numpy port of GGML's quantizers: their weights widened to
+// float as they load, so the logits are the f32 model's over those weights: within 1e-4 of the
+// float64 reference over the same dequantized weights (the f32 parity bound).
+TEST_CASE("GGUF: Q4_K, Q5_K and Q6_K files load, widened to the weights they hold", "[gguf]") {
+    struct Case {
+        const char* file;
+        const char* logits;
+    };
+    const Case c = GENERATE(Case{"wide-q4_k-q6_k.gguf", "logits-q4_k-q6_k.f64"}, Case{"wide-q5_k.gguf", "logits-q5_k.f64"});
+    INFO(c.file);
+    const auto want = test::reference_logits("wide", c.logits);
+    const auto f32 = test::reference_logits("wide", "logits.f64");
+    Cpu cpu(2);
+    const auto model = open_gpt2(cpu, gguf(c.file));
+    CHECK(model->weight_format() == "f32");
+    const auto got = model->prefill_all(test::fixture_tokens());
+    REQUIRE(got.size() == want.size());
+    double worst = 0, quantization = 0;
+    for (std::size_t i = 0; i < got.size(); ++i) {
+        worst = std::max(worst, std::fabs(got[i] - want[i]));
+        quantization = std::max(quantization, std::fabs(want[i] - f32[i]));
+    }
+    INFO("max abs difference " << worst << " (the quantization itself moved the logits by up to " << quantization << ")");
+    CHECK(worst <= 1e-4);
+    CHECK(quantization > 1e-3);  // the reference is the quantized model's, not the f32 one's
+}
+
 // A width that is not whole super-blocks (tiny: 64) keeps a Q8_0 head, as llama-quantize does.
 TEST_CASE("GGUF: a Q4_0 model narrower than a Q6_K super-block keeps a Q8_0 head", "[gguf]") {
     Cpu cpu(2);

@@ -102,6 +102,8 @@ TEST_CASE("Quantization is GGML's reference algorithm, bit for bit", "[formats]"
     CHECK(stored_bytes<Q8_0>(x) == read_bytes("q8_0.bin"));
     CHECK(stored_bytes<Q4_0>(x) == read_bytes("q4_0.bin"));
     CHECK(stored_bytes<Q6_K>(x) == read_bytes("q6_k.bin"));
+    CHECK(stored_bytes<Q4_K>(x) == read_bytes("q4_k.bin"));
+    CHECK(stored_bytes<Q5_K>(x) == read_bytes("q5_k.bin"));
     CHECK(stored_bytes<bf16>(x) == read_bytes("bf16.bin"));
 }
 
@@ -118,6 +120,8 @@ TEST_CASE("Dequantization gives the weights the blocks hold", "[formats]") {
     check("q8_0", Q8_0{});
     check("q4_0", Q4_0{});
     check("q6_k", Q6_K{});
+    check("q4_k", Q4_K{});
+    check("q5_k", Q5_K{});
 }
 
 TEST_CASE("Quantization error stays within half a step (Q8_0) or a step (Q4_0) of each block", "[formats]") {

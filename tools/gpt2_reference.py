@@ -147,6 +147,8 @@ def store_weights(w, fmt):
         x = rows.astype(np.float32)
         if kind == "bf16":
             held = (np.frombuffer(q.bf16(x.ravel()), np.uint16).astype(np.uint32) << 16).view(np.float32)
+        elif kind in ("q4_k", "q5_k"):
+            held = q.dequantize_k((q.q4_k if kind == "q4_k" else q.q5_k)(x.ravel()), kind)
         else:
             held = q.dequantize((q.q8_0 if kind == "q8_0" else q.q4_0)(x.ravel()), kind)
         return held.astype(np.float64).reshape(rows.shape)
@@ -213,7 +215,7 @@ def main():
         s = sub.add_parser(name)
         s.add_argument("--model", required=True)
         s.add_argument("--tokens", required=True, help="comma-separated ids")
-        s.add_argument("--weights", choices=["f32", "bf16", "q8_0", "q4_0"], default="f32",
+        s.add_argument("--weights", choices=["f32", "bf16", "q8_0", "q4_0", "q4_k", "q5_k"], default="f32",
                        help="compute with the weights this storage format holds")
         s.add_argument("--embedding", choices=["q6_k"], help="then the embedding as this format holds it")
         if name == "logits":

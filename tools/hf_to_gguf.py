@@ -3,7 +3,7 @@
 GGUF file in llama.cpp's layout, the way its convert_hf_to_gguf.py (GPT2Model) writes one,
 written independently of tessera's C++ (numpy, tools/gguf_writer.py, tools/quantize_reference.py):
 
-  /usr/bin/python3 tools/hf_to_gguf.py DIR OUT.gguf --outtype f32|f16|bf16|q8_0|q4_0
+  /usr/bin/python3 tools/hf_to_gguf.py DIR OUT.gguf --outtype f32|f16|bf16|q8_0|q4_0|q4_k|q5_k
 
 Conv1D weights [in, out] are transposed to [out, in] (ggml ne = [in, out]); names as llama.cpp's
 tensor map (token_embd, position_embd, blk.N.attn_norm/attn_qkv/attn_output/ffn_norm/ffn_up/
@@ -25,7 +25,7 @@ import gguf_writer as gw  # noqa: E402
 import gpt2_reference  # noqa: E402
 import quantize_reference as q  # noqa: E402
 
-FILE_TYPE = {"f32": 0, "f16": 1, "q4_0": 2, "q8_0": 7, "bf16": 32}
+FILE_TYPE = {"f32": 0, "f16": 1, "q4_0": 2, "q8_0": 7, "bf16": 32, "q4_k": 14, "q5_k": 16}  # (llama_ftype: q4_k, q5_k as the _S files)
 IN_BLOCK = {"ln_1": "attn_norm", "attn.c_attn": "attn_qkv", "attn.c_proj": "attn_output", "ln_2": "ffn_norm",
             "mlp.c_fc": "ffn_up", "mlp.c_proj": "ffn_down"}
 WHOLE = {"wte": "token_embd", "wpe": "position_embd", "ln_f": "output_norm", "lm_head": "output"}
@@ -48,7 +48,7 @@ def encode(rows, outtype):
         return "F16", x.astype("<f2").tobytes()
     if outtype == "bf16":
         return "BF16", q.bf16(x.ravel())
-    return outtype.upper(), (q.q8_0 if outtype == "q8_0" else q.q4_0)(x.ravel())
+    return outtype.upper(), {"q8_0": q.q8_0, "q4_0": q.q4_0, "q4_k": q.q4_k, "q5_k": q.q5_k}[outtype](x.ravel())
 
 
 def tokenizer_metadata(d):
@@ -93,7 +93,7 @@ def main():
     ]
     if (d / "vocab.json").exists():  # the random test checkpoints without a tokenizer have none
         metadata += tokenizer_metadata(d)
-    if args.outtype in ("q8_0", "q4_0"):
+    if args.outtype in ("q8_0", "q4_0", "q4_k", "q5_k"):
         metadata.append(("general.quantization_version", gw.U32, 2))
     tied = cfg.get("tie_word_embeddings", True)
     tensors = []

@@ -55,6 +55,15 @@ gguf vocab f32 vocab-f32.gguf
 [ -f "$out/wide/logits-q4_0-q6_k.f64" ] || $ref logits --model "$out/wide" --tokens "$tokens" --weights q4_0 \
     --embedding q6_k --out "$out/wide/logits-q4_0-q6_k.f64"
 gguf vocab q8_0 vocab-q8_0.gguf
+# wide in the K-quants (read widened to float): Q4_K with a Q6_K embedding (as a Q4_K_M file
+# keeps its output), and Q5_K; their reference logits over the weights the files hold
+[ -f "$out/gguf/wide-q4_k-q6_k.gguf" ] || $py "$here/hf_to_gguf.py" "$out/wide" "$out/gguf/wide-q4_k-q6_k.gguf" \
+    --outtype q4_k --embedding-type q6_k >/dev/null
+[ -f "$out/wide/logits-q4_k-q6_k.f64" ] || $ref logits --model "$out/wide" --tokens "$tokens" --weights q4_k \
+    --embedding q6_k --out "$out/wide/logits-q4_k-q6_k.f64"
+gguf wide q5_k wide-q5_k.gguf
+[ -f "$out/wide/logits-q5_k.f64" ] || $ref logits --model "$out/wide" --tokens "$tokens" --weights q5_k \
+    --out "$out/wide/logits-q5_k.f64"
 # Greedy continuations: 64 steps, or as many as the context leaves after the 3-token prompt.
 greedy() {  # name steps
   local f="$out/$1/greedy.json"

@@ -1,12 +1,12 @@
 #!/usr/bin/python3
 """GGML's reference quantization (quantize_row_q8_0_ref, quantize_row_q4_0_ref,
-quantize_row_q6_K_ref, bf16 rounding) in numpy, independent of tessera's C++
+quantize_row_q6_K_ref, quantize_row_q4_K_ref, quantize_row_q5_K_ref, bf16 rounding) in numpy, independent of tessera's C++
 (core/weight_formats.hpp), and the test vectors it writes:
 
   /usr/bin/python3 tools/quantize_reference.py tests/data/quantization   (needs python3-numpy)
 
 writes inputs.f32 (rows of 256 float32: normal, outliers, zeros, ties, tiny, large, clamped),
-q8_0.bin, q4_0.bin (GGUF block layout: f16 d, then the quants), q6_k.bin and bf16.bin, all little-endian,
+q8_0.bin, q4_0.bin (GGUF block layout: f16 d, then the quants), q6_k.bin, q4_k.bin, q5_k.bin and bf16.bin, all little-endian,
 and the weights each holds (dequantized: d widened to float32 times the quant) as *.dequant.f32.
 """
 import pathlib
@@ -170,6 +170,142 @@ def q6_k(x):
     return bytes(out)
 
 
+F32 = np.float32
+
+
+def fit_groups(x, w, nmax, rmin, rdelta, nstep):
+    """GGML's make_qkx2_quants(32, nmax, x, w, L, &the_min, Laux, rmin, rdelta, nstep, false)
+    for every row of x and w (G, 32): quants L in [0, nmax] for x ~ scale * L + min with min =
+    min(x, 0) at first, then the weighted least-squares (scale, min) of each trial iscale (rmin
+    + rdelta i + nmax) / (max - min), i = 0..nstep (min: the best fit's so far), kept where its
+    weighted squared error is smaller. Returns (scale, L, -min) per row. Float32 throughout,
+    each product rounded before it is added, sums left to right."""
+    x, w = x.astype(F32), w.astype(F32)
+
+    def row_sums(v):
+        with np.errstate(all="ignore"):
+            return np.cumsum(v.astype(F32), axis=1, dtype=F32)[:, -1]
+
+    lo = np.minimum(x.min(axis=1), F32(0)).astype(F32)
+    hi = x.max(axis=1).astype(F32)
+    flat = hi == lo  # all equal (after min(x, 0)): scale 0, quants 0
+    sum_w, sum_x = row_sums(w), row_sums(w * x)
+
+    def quants(iscale):
+        shifted = (x - lo[:, None]).astype(F32)
+        return np.clip(np.rint((iscale[:, None] * shifted).astype(F32)), 0, nmax).astype(np.int64)
+
+    def errors(scale, offset, l):
+        diff = ((scale[:, None] * l.astype(F32)).astype(F32) + offset[:, None]).astype(F32) - x
+        return row_sums(w * (diff * diff).astype(F32))
+
+    with np.errstate(all="ignore"):  # (the flat rows divide by zero; their results are replaced)
+        iscale = (F32(nmax) / (hi - lo).astype(F32)).astype(F32)
+        scale = (F32(1) / iscale).astype(F32)
+        L = quants(iscale)
+        best = errors(scale, lo, L)
+        for i in range(nstep + 1):
+            iscale = (F32(F32(F32(rmin) + F32(F32(rdelta) * F32(i))) + F32(nmax)) / (hi - lo).astype(F32)).astype(F32)
+            l = quants(iscale)
+            lf = l.astype(F32)
+            wl = (w * lf).astype(F32)
+            sum_l, sum_l2, sum_xl = row_sums(wl), row_sums(wl * lf), row_sums(wl * x)
+            D = ((sum_w * sum_l2).astype(F32) - (sum_l * sum_l).astype(F32)).astype(F32)
+            this_scale = (((sum_w * sum_xl).astype(F32) - (sum_x * sum_l).astype(F32)).astype(F32) / D).astype(F32)
+            this_min = (((sum_l2 * sum_x).astype(F32) - (sum_l * sum_xl).astype(F32)).astype(F32) / D).astype(F32)
+            positive = this_min > 0
+            this_scale = np.where(positive, (sum_xl / sum_l2).astype(F32), this_scale).astype(F32)
+            this_min = np.where(positive, F32(0), this_min).astype(F32)
+            better = (D > 0) & ~flat & (errors(this_scale, this_min, l) < best)
+            best = np.where(better, errors(this_scale, this_min, l), best).astype(F32)
+            L = np.where(better[:, None], l, L)
+            scale = np.where(better, this_scale, scale).astype(F32)
+            lo = np.where(better, this_min, lo).astype(F32)
+    return np.where(flat, F32(0), scale).astype(F32), np.where(flat[:, None], 0, L), (-lo).astype(F32)
+
+
+def k_quant(x, nmax, rmin, rdelta, nstep):
+    """GGML's quantize_row_q4_K_ref (nmax 15) / quantize_row_q5_K_ref (nmax 31) for super-blocks
+    x (B, 256): the 8 groups' fits (weights: the group's RMS + |x|), their scales and mins as
+    6-bit numbers against f16 d = max scale / 63 and dmin = max min / 63, packed into 12 bytes,
+    and every weight requantized against its group's step. Returns d, dmin (B), the scale bytes
+    (B, 12) and the quants (B, 256)."""
+    blocks = x.reshape(-1, 256).astype(F32)
+    groups = blocks.reshape(-1, 32)
+    sum_x2 = np.cumsum((groups * groups).astype(F32), axis=1, dtype=F32)[:, -1]
+    av = np.sqrt((sum_x2 / F32(32)).astype(F32)).astype(F32)
+    scales, L, mins = fit_groups(groups, (av[:, None] + np.abs(groups)).astype(F32), nmax, rmin, rdelta, nstep)
+    scales, mins, L = scales.reshape(-1, 8), mins.reshape(-1, 8), L.reshape(-1, 256)
+    max_scale = np.maximum(scales.max(axis=1), F32(0)).astype(F32)
+    max_min = np.maximum(mins.max(axis=1), F32(0)).astype(F32)
+    with np.errstate(divide="ignore"):
+        inv_scale = np.where(max_scale > 0, F32(63) / max_scale, F32(0)).astype(F32)
+        inv_min = np.where(max_min > 0, F32(63) / max_min, F32(0)).astype(F32)
+    ls = np.minimum(63, np.rint((inv_scale[:, None] * scales).astype(F32)).astype(np.int64) & 255)
+    lm = np.minimum(63, np.rint((inv_min[:, None] * mins).astype(F32)).astype(np.int64) & 255)
+    packed = np.zeros((len(blocks), 12), np.int64)
+    packed[:, 0:4], packed[:, 4:8] = ls[:, :4], lm[:, :4]
+    packed[:, 8:12] = (ls[:, 4:] & 15) | ((lm[:, 4:] & 15) << 4)
+    packed[:, 0:4] |= (ls[:, 4:] >> 4) << 6
+    packed[:, 4:8] |= (lm[:, 4:] >> 4) << 6
+    d = (max_scale / F32(63)).astype(F32).astype(np.float16)
+    dmin = (max_min / F32(63)).astype(F32).astype(np.float16)
+    step = (d.astype(F32)[:, None] * ls.astype(F32)).astype(F32)
+    offset = (dmin.astype(F32)[:, None] * lm.astype(F32)).astype(F32)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        shifted = (blocks.reshape(-1, 8, 32) + offset[:, :, None]).astype(F32)
+        requantized = np.clip(np.rint((shifted / step[:, :, None]).astype(F32)), 0, nmax)
+    q = np.where((step != 0)[:, :, None], requantized, L.reshape(-1, 8, 32)).astype(np.int64).reshape(-1, 256)
+    return d, dmin, packed.astype(np.uint8), q
+
+
+def q4_k(x):
+    """Q4_K blocks of 144 bytes: f16 d, f16 dmin, 12 scale bytes, then 128 bytes whose low
+    nibbles hold groups 0, 2, 4, 6 and high nibbles groups 1, 3, 5, 7 (32 bytes per pair)."""
+    d, dmin, packed, q = k_quant(x, 15, -1.0, 0.1, 20)
+    pairs = q.reshape(-1, 4, 2, 32)
+    qs = (pairs[:, :, 0] | (pairs[:, :, 1] << 4)).astype(np.uint8).reshape(-1, 128)
+    return b"".join(d[i].astype("<f2").tobytes() + dmin[i].astype("<f2").tobytes() + packed[i].tobytes() + qs[i].tobytes()
+                    for i in range(len(d)))
+
+
+def q5_k(x):
+    """Q5_K blocks of 176 bytes: f16 d, f16 dmin, 12 scale bytes, 32 bytes of fifth bits (bit
+    g of byte l: weight l of group g), then the low nibbles as Q4_K's."""
+    d, dmin, packed, q = k_quant(x, 31, -0.5, 0.1, 15)
+    pairs = q.reshape(-1, 4, 2, 32)
+    qs = ((pairs[:, :, 0] & 15) | ((pairs[:, :, 1] & 15) << 4)).astype(np.uint8).reshape(-1, 128)
+    fifth = (q.reshape(-1, 8, 32) >> 4) << np.arange(8)[None, :, None]
+    qh = fifth.sum(axis=1).astype(np.uint8)  # (disjoint bits: the sum is their or)
+    return b"".join(d[i].astype("<f2").tobytes() + dmin[i].astype("<f2").tobytes() + packed[i].tobytes() + qh[i].tobytes() +
+                    qs[i].tobytes() for i in range(len(d)))
+
+
+def dequantize_k(blocks, kind):
+    """GGML's dequantize_row_q4_K / q5_K: d * scale * q - dmin * min, each product rounded."""
+    size = 144 if kind == "q4_k" else 176
+    out = []
+    for i in range(0, len(blocks), size):
+        b = blocks[i:i + size]
+        d, dmin = (np.frombuffer(b[j:j + 2], "<f2")[0].astype(F32) for j in (0, 2))
+        sc = list(b[4:16])
+        qs = np.frombuffer(b[size - 128:], np.uint8).astype(np.int64)
+        q = np.concatenate([np.concatenate([qs[32 * p:32 * p + 32] & 15, qs[32 * p:32 * p + 32] >> 4]) for p in range(4)])
+        if kind == "q5_k":
+            qh = np.frombuffer(b[16:48], np.uint8).astype(np.int64)
+            q = q + 16 * np.concatenate([(qh >> g) & 1 for g in range(8)])
+        y = np.zeros(256, F32)
+        for g in range(8):
+            if g < 4:
+                s, m = sc[g] & 63, sc[g + 4] & 63
+            else:
+                s, m = (sc[g + 4] & 15) | ((sc[g - 4] >> 6) << 4), (sc[g + 4] >> 4) | ((sc[g] >> 6) << 4)
+            step, offset = F32(d * F32(s)), F32(dmin * F32(m))
+            y[32 * g:32 * g + 32] = ((step * q[32 * g:32 * g + 32].astype(F32)).astype(F32) - offset).astype(F32)
+        out.append(y)
+    return np.concatenate(out)
+
+
 def bf16(x):
     u = x.view(np.uint32).astype(np.uint64)
     rounded = (u + 0x7FFF + ((u >> 16) & 1)) >> 16  # nearest, ties to even (no NaN in the inputs)
@@ -210,6 +346,10 @@ def main():
     blocks = q6_k(x)
     (out / "q6_k.bin").write_bytes(blocks)
     (out / "q6_k.dequant.f32").write_bytes(dequantize_q6_k(blocks).astype("<f4").tobytes())
+    for kind, quantize in (("q4_k", q4_k), ("q5_k", q5_k)):
+        blocks = quantize(x)
+        (out / f"{kind}.bin").write_bytes(blocks)
+        (out / f"{kind}.dequant.f32").write_bytes(dequantize_k(blocks, kind).astype("<f4").tobytes())
     (out / "bf16.bin").write_bytes(bf16(x))
     print(f"wrote {x.size // ROW} rows of {ROW} weights to {out}")
 

@@ -109,7 +109,24 @@ struct Q6_K {
     std::int8_t scales[16];
     f16 d;
 };
-static_assert(sizeof(Q8_0) == 34 && sizeof(Q4_0) == 18 && sizeof(Q6_K) == 210, "GGUF's block sizes");
+// Q4_K and Q5_K super-blocks: 256 weights as 8 groups of 32, each with a 6-bit scale and a
+// 6-bit min (packed in `scales`: groups 0-3 in the low 6 bits of bytes 0-3 and 4-7, groups 4-7
+// in the nibbles of bytes 8-11 with their top 2 bits in the top bits of bytes 0-7), against
+// the f16 d and dmin: weight = d * scale * q - dmin * min, q four bits (Q5_K: plus a fifth in
+// qh). The quants of groups 2i and 2i + 1 share qs[32 i, 32 i + 32): low and high nibbles.
+struct Q4_K {
+    f16 d, dmin;
+    std::uint8_t scales[12];
+    std::uint8_t qs[128];
+};
+struct Q5_K {
+    f16 d, dmin;
+    std::uint8_t scales[12];
+    std::uint8_t qh[32];  // bit 2i of qh[l]: the fifth bit of weight l of group 2i; bit 2i + 1: of group 2i + 1
+    std::uint8_t qs[128];
+};
+static_assert(sizeof(Q8_0) == 34 && sizeof(Q4_0) == 18 && sizeof(Q6_K) == 210 && sizeof(Q4_K) == 144 && sizeof(Q5_K) == 176,
+              "GGUF's block sizes");
 
 // The element types a Tensor may hold.
 template <class T>

@@ -14,17 +14,21 @@
 //   Q6_K: per 16 weights the scale of GGML's make_qx_quants (a search over 19 trial scales
 //         for the least weighted error), the 16 scales quantized to int8 against one f16 d,
 //         then each weight rounded against its group's d * scale.
+//   Q4_K, Q5_K: per 32 weights a scale and a min from make_qkx2_quants (least-squares fits
+//         for 21 or 16 trial scales), quantized to 6 bits against f16 d and dmin. So far they
+//         are read from GGUF files (widened to float as they load) and written by the
+//         reference algorithm; no model keeps its matrices in them yet (no WeightFormatId).
 #include <algorithm>    // std::clamp, std::min
-#include <cmath>        // std::fabs, std::round, std::nearbyint
+#include <cmath>        // std::fabs, std::round, std::nearbyint, std::sqrt
 #include <cstddef>      // std::size_t
 #include <cstdint>      // std::int8_t, std::uint8_t
-#include <cstring>      // std::memset
+#include <cstring>      // std::memset, std::memcpy
 #include <optional>     // std::optional
 #include <string_view>  // std::string_view
 #include <type_traits>  // std::conditional_t
 #include <utility>      // std::forward
 
-#include <tessera/core/dtype.hpp>  // bf16, f16, Q8_0, Q4_0, Q6_K
+#include <tessera/core/dtype.hpp>  // bf16, f16, Q8_0, Q4_0, Q6_K, Q4_K, Q5_K
 
 namespace tessera {
 
@@ -252,6 +256,214 @@ struct WeightFormat<Q6_K> {
             for (std::size_t i = 0; i < block; ++i)
                 y[i] = d * static_cast<float>(x[b].scales[i / 16]) * static_cast<float>(static_cast<int>(q[i]) - 32);
         }
+    }
+};
+
+namespace detail {
+// The product a · b rounded to float (volatile: never fused into a following addition, as
+// GGML's reference C computes it without FMA).
+inline float product(float a, float b) noexcept {
+    volatile float p = a * b;
+    return p;
+}
+
+// GGML's make_qkx2_quants(32, nmax, x, weights, L, &the_min, Laux, rmin, rdelta, nstep, false):
+// for 32 weights, the scale and min (returned, and *the_min = -min >= 0) with the least
+// weighted squared error among the plain fit to [min(x, 0), max(x)] and the least-squares fits
+// for the trial scales (rmin + rdelta i + nmax) / (max - min), i = 0..nstep; L gets the quants
+// (0..nmax). Every sum runs left to right in float, each product rounded first.
+inline float k_quant_group(int nmax, const float* x, const float* weights, std::uint8_t* L, float* the_min, float rmin,
+                           float rdelta, int nstep) noexcept {
+    constexpr int n = 32;
+    float min = x[0], max = x[0], sum_w = weights[0], sum_x = product(sum_w, x[0]);
+    for (int i = 1; i < n; ++i) {
+        if (x[i] < min) min = x[i];
+        if (x[i] > max) max = x[i];
+        sum_w += weights[i];
+        sum_x += product(weights[i], x[i]);
+    }
+    if (min > 0) min = 0;
+    if (max == min) {
+        std::memset(L, 0, n);
+        *the_min = -min;
+        return 0.0f;
+    }
+    const auto quant = [&](float iscale, float v) { return std::clamp(nearest_int_of_product(iscale, v - min), 0, nmax); };
+    const auto squared_error = [&](float scale, float offset, const std::uint8_t* q) {
+        float error = 0;
+        for (int i = 0; i < n; ++i) {
+            const float diff = product(scale, static_cast<float>(q[i])) + offset - x[i];
+            error += product(weights[i], product(diff, diff));
+        }
+        return error;
+    };
+    float iscale = static_cast<float>(nmax) / (max - min), scale = 1 / iscale;
+    for (int i = 0; i < n; ++i) L[i] = static_cast<std::uint8_t>(quant(iscale, x[i]));
+    float best = squared_error(scale, min, L);
+    std::uint8_t trial[n];
+    for (int is = 0; is <= nstep; ++is) {
+        iscale = (rmin + product(rdelta, static_cast<float>(is)) + static_cast<float>(nmax)) / (max - min);
+        float sum_l = 0, sum_l2 = 0, sum_xl = 0;
+        for (int i = 0; i < n; ++i) {
+            trial[i] = static_cast<std::uint8_t>(quant(iscale, x[i]));
+            const float l = trial[i], wl = product(weights[i], l);
+            sum_l += wl;
+            sum_l2 += product(wl, l);
+            sum_xl += product(wl, x[i]);
+        }
+        const float D = product(sum_w, sum_l2) - product(sum_l, sum_l);
+        if (D > 0) {
+            float this_scale = (product(sum_w, sum_xl) - product(sum_x, sum_l)) / D;
+            float this_min = (product(sum_l2, sum_x) - product(sum_l, sum_xl)) / D;
+            if (this_min > 0) {
+                this_min = 0;
+                this_scale = sum_xl / sum_l2;
+            }
+            const float error = squared_error(this_scale, this_min, trial);
+            if (error < best) {
+                std::memcpy(L, trial, n);
+                best = error;
+                scale = this_scale;
+                min = this_min;
+            }
+        }
+    }
+    *the_min = -min;
+    return scale;
+}
+
+// Group g's 6-bit scale and min from a Q4_K / Q5_K `scales` field (GGML's get_scale_min_k4).
+inline void k_scale_min(const std::uint8_t* scales, int g, std::uint8_t& scale, std::uint8_t& min) noexcept {
+    if (g < 4) {
+        scale = scales[g] & 63;
+        min = scales[g + 4] & 63;
+    } else {
+        scale = static_cast<std::uint8_t>((scales[g + 4] & 15) | ((scales[g - 4] >> 6) << 4));
+        min = static_cast<std::uint8_t>((scales[g + 4] >> 4) | ((scales[g] >> 6) << 4));
+    }
+}
+
+// GGML's quantize_row_q4_K_ref / quantize_row_q5_K_ref for one super-block of 256 weights:
+// each group of 32 fitted by k_quant_group (weights: the group's RMS plus |x|), the 8 scales
+// and 8 mins quantized to 6 bits against d = max scale / 63 and dmin = max min / 63 (f16),
+// then each weight requantized against its group's d · scale and dmin · min. L: the quants.
+template <int Nmax>
+void k_quant_super_block(const float* x, f16& d, f16& dmin, std::uint8_t* scales, std::uint8_t* L, float rmin, float rdelta,
+                         int nstep) noexcept {
+    float group_scales[8], group_mins[8], max_scale = 0, max_min = 0, weights[32];
+    for (int g = 0; g < 8; ++g) {
+        const float* xg = x + 32 * g;
+        float sum_x2 = 0;
+        for (int l = 0; l < 32; ++l) sum_x2 += product(xg[l], xg[l]);
+        const float av_x = std::sqrt(sum_x2 / 32);
+        for (int l = 0; l < 32; ++l) weights[l] = av_x + std::fabs(xg[l]);
+        group_scales[g] = k_quant_group(Nmax, xg, weights, L + 32 * g, &group_mins[g], rmin, rdelta, nstep);
+        if (group_scales[g] > max_scale) max_scale = group_scales[g];
+        if (group_mins[g] > max_min) max_min = group_mins[g];
+    }
+    const float inv_scale = max_scale > 0 ? 63.0f / max_scale : 0.0f, inv_min = max_min > 0 ? 63.0f / max_min : 0.0f;
+    std::memset(scales, 0, 12);
+    for (int g = 0; g < 8; ++g) {
+        // (GGML stores nearest_int in a uint8_t before its MIN(63, ·): the same for these values.)
+        const auto ls = static_cast<std::uint8_t>(std::min(63, nearest_int_of_product(inv_scale, group_scales[g]) & 255));
+        const auto lm = static_cast<std::uint8_t>(std::min(63, nearest_int_of_product(inv_min, group_mins[g]) & 255));
+        if (g < 4) {
+            scales[g] = ls;
+            scales[g + 4] = lm;
+        } else {
+            scales[g + 4] = static_cast<std::uint8_t>((ls & 15) | ((lm & 15) << 4));
+            scales[g - 4] |= static_cast<std::uint8_t>((ls >> 4) << 6);
+            scales[g] |= static_cast<std::uint8_t>((lm >> 4) << 6);
+        }
+    }
+    d = f16(max_scale / 63.0f);
+    dmin = f16(max_min / 63.0f);
+    for (int g = 0; g < 8; ++g) {
+        std::uint8_t sc, m;
+        k_scale_min(scales, g, sc, m);
+        const float step = product(static_cast<float>(d), static_cast<float>(sc));
+        if (step == 0.0f) continue;  // (the group keeps k_quant_group's quants, as GGML's does)
+        const float offset = product(static_cast<float>(dmin), static_cast<float>(m));
+        for (int i = 0; i < 32; ++i)
+            L[32 * g + i] = static_cast<std::uint8_t>(std::clamp(static_cast<int>(std::nearbyint((x[32 * g + i] + offset) / step)), 0, Nmax));
+    }
+}
+
+// What Q4_K and Q5_K share: super-blocks of 256 quantized by k_quant_super_block with
+// WeightFormat<W>'s nmax and search (rmin, rdelta, nstep), the quants packed by its pack(),
+// and read as d · scale · q − dmin · min from the 256 quants its quants() gives.
+template <class W>
+struct KQuantFormat {
+    static constexpr std::size_t block = 256;
+    static void quantize(const float* x, W* y, std::size_t n) noexcept {
+        using F = WeightFormat<W>;
+        for (std::size_t b = 0; b < n / block; ++b, x += block) {
+            std::uint8_t L[block];
+            k_quant_super_block<F::nmax>(x, y[b].d, y[b].dmin, y[b].scales, L, F::rmin, F::rdelta, F::nstep);
+            F::pack(L, y[b]);
+        }
+    }
+    static void dequantize(const W* x, float* y, std::size_t n) noexcept {
+        for (std::size_t b = 0; b < n / block; ++b, y += block) {
+            std::uint8_t q[block];
+            WeightFormat<W>::quants(x[b], q);
+            const float d = static_cast<float>(x[b].d), dmin = static_cast<float>(x[b].dmin);
+            for (int g = 0; g < 8; ++g) {
+                std::uint8_t sc, m;
+                k_scale_min(x[b].scales, g, sc, m);
+                const float step = product(d, static_cast<float>(sc)), offset = product(dmin, static_cast<float>(m));
+                for (int i = 0; i < 32; ++i) y[32 * g + i] = product(step, static_cast<float>(q[32 * g + i])) - offset;
+            }
+        }
+    }
+};
+}  // namespace detail
+
+// Q4_K (256 weights per block) as GGML's quantize_row_q4_K_ref writes it (make_qkx2_quants with
+// rmin -1, rdelta 0.1, 20 steps) and its dequantize_row_q4_K reads it.
+template <>
+struct WeightFormat<Q4_K> : detail::KQuantFormat<Q4_K> {
+    static constexpr std::string_view name = "q4_k";
+    static constexpr int nmax = 15, nstep = 20;
+    static constexpr float rmin = -1.0f, rdelta = 0.1f;
+    // Groups 2h and 2h + 1 in the low and high nibbles of qs[32 h, 32 h + 32).
+    static void pack(const std::uint8_t* L, Q4_K& y) noexcept {
+        for (std::size_t half = 0; half < 4; ++half)
+            for (std::size_t l = 0; l < 32; ++l)
+                y.qs[32 * half + l] = static_cast<std::uint8_t>(L[64 * half + l] | (L[64 * half + l + 32] << 4));
+    }
+    static void quants(const Q4_K& x, std::uint8_t* q) noexcept {
+        for (std::size_t half = 0; half < 4; ++half)
+            for (std::size_t l = 0; l < 32; ++l) {
+                q[64 * half + l] = x.qs[32 * half + l] & 15;
+                q[64 * half + l + 32] = x.qs[32 * half + l] >> 4;
+            }
+    }
+};
+
+// Q5_K (256 weights per block) as GGML's quantize_row_q5_K_ref writes it (make_qkx2_quants with
+// rmin -0.5, rdelta 0.1, 15 steps) and its dequantize_row_q5_K reads it.
+template <>
+struct WeightFormat<Q5_K> : detail::KQuantFormat<Q5_K> {
+    static constexpr std::string_view name = "q5_k";
+    static constexpr int nmax = 31, nstep = 15;
+    static constexpr float rmin = -0.5f, rdelta = 0.1f;
+    // The low four bits as Q4_K's; the fifth of weight l of group g in bit g of qh[l].
+    static void pack(const std::uint8_t* L, Q5_K& y) noexcept {
+        std::memset(y.qh, 0, sizeof y.qh);
+        for (std::size_t half = 0; half < 4; ++half)
+            for (std::size_t l = 0; l < 32; ++l) {
+                const int low = L[64 * half + l], high = L[64 * half + l + 32];
+                y.qs[32 * half + l] = static_cast<std::uint8_t>((low & 15) | ((high & 15) << 4));
+                y.qh[l] |= static_cast<std::uint8_t>(((low >> 4) << (2 * half)) | ((high >> 4) << (2 * half + 1)));
+            }
+    }
+    static void quants(const Q5_K& x, std::uint8_t* q) noexcept {
+        for (std::size_t half = 0; half < 4; ++half)
+            for (std::size_t l = 0; l < 32; ++l) {
+                q[64 * half + l] = static_cast<std::uint8_t>((x.qs[32 * half + l] & 15) | (((x.qh[l] >> (2 * half)) & 1) << 4));
+                q[64 * half + l + 32] = static_cast<std::uint8_t>((x.qs[32 * half + l] >> 4) | (((x.qh[l] >> (2 * half + 1)) & 1) << 4));
+            }
     }
 };
 

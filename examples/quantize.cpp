@@ -1,8 +1,9 @@
 // quantize: a GPT-2 (a Hugging Face directory or a GGUF file) as one GGUF file in llama.cpp's
-// layout, its matrices in the format asked for, with its tokenizer: all `generate --model
-// FILE.gguf` (or llama.cpp) needs.
+// layout, its matrices in the format asked for (models/gguf_file_format.hpp), with its
+// tokenizer: all `generate --model FILE.gguf` (or llama.cpp) needs.
 //
 //   quantize --model models/gpt2 --weights q8_0 --out gpt2-q8_0.gguf
+//   quantize --model models/gpt2 --weights q4_k_m --out gpt2-q4_k_m.gguf   (llama-quantize's mix)
 //
 // The output never replaces one of the model's files or anything but a regular file, and only
 // once it is complete (io::OutputFile): a failure leaves every file as it was.
@@ -22,14 +23,27 @@
 #include <tessera/tessera.hpp>
 
 int main(int argc, char** argv) {
-    CLI::App app{"Write a GPT-2 as a GGUF file (llama.cpp's layout) with its matrices in f32, bf16, q8_0 or q4_0"};
+    CLI::App app{"Write a GPT-2 as a GGUF file (llama.cpp's layout) with its matrices in f32, bf16, q8_0, q4_0, or as "
+                 "llama-quantize's q4_k_m, q5_k_m or q6_k"};
     std::string model, out, name;
     app.add_option("--model", model, "a GPT-2 GGUF file, or a directory with config.json, model.safetensors, vocab.json, merges.txt")
         ->required();
     app.add_option("--out", out, "the GGUF file to write (replaced only once it is complete)")->required();
     app.add_option("--name", name, "general.name in the file (default: the model's file or directory name)");
-    std::optional<tessera::WeightFormatId> weights;
-    tessera::cli::add_weights_option(app, weights)->required();
+    std::optional<tessera::GgufFileFormat> weights;
+    app.add_option_function<std::string>(
+           "--weights",
+           [&weights](const std::string& text) {
+               weights = tessera::GgufFileFormat::named(text);
+               if (!weights) {
+                   throw CLI::ValidationError("--weights", "must be one of " + std::string(tessera::GgufFileFormat::names) +
+                                                                ", got '" + text + "'");
+               }
+           },
+           "how the matrices are stored: " + std::string(tessera::GgufFileFormat::names) +
+               " (the K-quants per tensor as llama-quantize chooses them)")
+        ->type_name("FORMAT")
+        ->required();
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -44,9 +58,9 @@ int main(int argc, char** argv) {
         const auto tokenizer = tessera::open_tokenizer(model);
         if (name.empty()) name = std::filesystem::path(model).lexically_normal().filename().string();
         if (name.empty()) name = std::filesystem::path(model).lexically_normal().parent_path().filename().string();
-        tessera::write_gpt2_gguf(files, tokenizer, *weights, out, name);
+        tessera::write_gpt2_gguf(files, &tokenizer, *weights, out, name);
         std::cout << "wrote " << out << ": " << files.hyperparameters().shape.describe() << ", matrices "
-                  << tessera::weight_format_name(*weights) << ", " << std::filesystem::file_size(out) << " bytes\n";
+                  << weights->name() << ", " << std::filesystem::file_size(out) << " bytes\n";
     } catch (const std::exception& e) {
         std::cerr << "quantize: " << e.what() << '\n';
         return 1;

@@ -176,7 +176,8 @@ TEST_CASE("GGUF: corrupt headers, counts, types and offsets are refused by name"
     const std::string f32 = std::string("\x03\x00\x00\x00\x00\x00\x00\x00", 8) + "f32";
     CHECK_THAT(error_of(with_u32_after(ok, f32, 0, 5)), Catch::EndsWith("tensor 'f32' has 5 dimensions (1 to 4 are allowed)"));
     CHECK_THAT(error_of(with_u64_after(ok, f32, 4, 0)), Catch::Contains("tensor 'f32' has a dimension of 0"));
-    CHECK_THAT(error_of(with_u32_after(ok, f32, 4 + 16, 12)), Catch::Contains("tensor 'f32' has ggml type 12, which is not supported"));
+    CHECK_THAT(error_of(with_u32_after(ok, f32, 4 + 16, 10)), Catch::Contains("tensor 'f32' has ggml type 10, which is not supported"));  // Q2_K
+    CHECK_THAT(error_of(with_u32_after(ok, f32, 4 + 16, 12)), Catch::Contains("tensor 'f32' is Q4_K but its rows of 4 are not whole blocks of 256"));
     CHECK_THAT(error_of(with_u32_after(ok, f32, 4 + 16, 8)), Catch::Contains("tensor 'f32' is Q8_0 but its rows of 4 are not whole blocks of 32"));
     CHECK_THAT(error_of(with_u64_after(ok, f32, 4 + 16 + 4, 7)), Catch::Contains("tensor 'f32' has offset 7, not a multiple of the alignment 32"));
     CHECK_THAT(error_of(with_u64_after(ok, f32, 4 + 16 + 4, 1ull << 40)), Catch::Contains("tensor 'f32' (48 bytes at offset 1099511627776) runs past the end"));

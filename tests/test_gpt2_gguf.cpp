@@ -237,7 +237,8 @@ TEST_CASE("GGUF: tessera's writer and the independent converter write the same t
     const std::string name(weight_format_name(format));
     INFO(name);
     const fs::path path = temporary("written-" + name + ".gguf");
-    write_gpt2_gguf(Gpt2Files(fixtures + "/vocab"), open_tokenizer(fixtures + "/vocab"), format, path.string(), "vocab");
+    const BpeTokenizer tokenizer = open_tokenizer(fixtures + "/vocab");
+    write_gpt2_gguf(Gpt2Files(fixtures + "/vocab"), &tokenizer, GgufFileFormat(format), path.string(), "vocab");
     const io::GgufFile ours(path), theirs(gguf("vocab-" + name + ".gguf"));
     CHECK(ours.tensors().size() == theirs.tensors().size());
     for (const io::GgufTensorInfo& t : theirs.tensors()) {
@@ -268,12 +269,75 @@ TEST_CASE("GGUF: tessera's writer and the independent converter write the same t
     fs::remove(path);
 }
 
+// llama-quantize's K-quant mixes, per tensor as its llama_tensor_get_type chooses for gpt2
+// (models/gguf_file_format.hpp), against the independent converter's (tools/hf_to_gguf.py with
+// quantize_reference.k_mix_type and the numpy quantizers): the same types, the same bytes; read
+// back, logits within 1e-4 of the float64 reference over the weights the file holds.
+TEST_CASE("GGUF: q4_k_m, q5_k_m and q6_k files hold llama-quantize's types and GGML's bytes", "[gguf]") {
+    const std::string mix = GENERATE("q4_k_m", "q5_k_m", "q6_k");
+    INFO(mix);
+    const fs::path path = temporary("written-" + mix + ".gguf");
+    const auto format = GgufFileFormat::named(mix);
+    REQUIRE(format);
+    write_gpt2_gguf(Gpt2Files(fixtures + "/wide-8"), nullptr, *format, path.string(), "wide-8");
+    const io::GgufFile ours(path), theirs(gguf("wide-8-" + mix + ".gguf"));
+    CHECK(ours.unsigned_value("general.file_type") == theirs.unsigned_value("general.file_type"));
+    REQUIRE(ours.tensors().size() == theirs.tensors().size());
+    for (const io::GgufTensorInfo& t : theirs.tensors()) {
+        INFO(t.name);
+        const io::GgufTensorInfo* mine = ours.find_tensor(t.name);
+        REQUIRE(mine != nullptr);
+        CHECK(io::ggml_type_name(mine->type) == io::ggml_type_name(t.type));
+        std::vector<std::byte> a(t.bytes), b(mine->bytes);
+        theirs.read(t, a);
+        ours.read(*mine, b);
+        CHECK(a == b);
+    }
+    // The choices themselves, over eight layers: the head and attn_qkv; ffn_down in layers 0
+    // and 7 (use_more_bits: the first and last eighth) and 3 and 6 (every third between), not in
+    // the others.
+    const auto type = [&](const std::string& name) { return std::string(io::ggml_type_name(ours.tensor(name).type)); };
+    const std::string own = mix == "q4_k_m" ? "Q4_K" : mix == "q5_k_m" ? "Q5_K" : "Q6_K";
+    CHECK(type("token_embd.weight") == "Q6_K");
+    CHECK(type("blk.0.attn_qkv.weight") == (mix == "q4_k_m" ? "Q5_K" : "Q6_K"));
+    for (int layer = 0; layer < 8; ++layer) {
+        INFO("layer " << layer);
+        const bool more = layer == 0 || layer == 3 || layer == 6 || layer == 7;
+        CHECK(type("blk." + std::to_string(layer) + ".ffn_down.weight") == (more ? "Q6_K" : own));
+    }
+    CHECK(type("blk.1.attn_output.weight") == own);
+    CHECK(type("blk.1.ffn_up.weight") == own);
+    CHECK(type("position_embd.weight") == "F32");
+    Cpu cpu(2);
+    const auto got = open_gpt2(cpu, path)->prefill_all(test::fixture_tokens());
+    const auto want = test::reference_logits("wide-8", "logits-" + mix + ".f64");
+    REQUIRE(got.size() == want.size());
+    double worst = 0;
+    for (std::size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::fabs(got[i] - want[i]));
+    INFO("max abs difference " << worst);
+    CHECK(worst <= 1e-4);
+    fs::remove(path);
+}
+
+TEST_CASE("GGUF: a K-quant mix refuses rows that are not whole super-blocks, as llama-quantize cannot keep them either", "[gguf][errors]") {
+    const fs::path path = temporary("never-k.gguf");
+    CHECK_THROWS_WITH(write_gpt2_gguf(Gpt2Files(fixtures + "/tiny"), nullptr, *GgufFileFormat::named("q4_k_m"), path.string(), "x"),
+                      Catch::Contains("rows of 64 weights are not whole super-blocks of 256; llama-quantize falls back to Q5_1"));
+    CHECK_FALSE(fs::exists(path));
+    // q6_k falls back to Q8_0 there, as llama-quantize does.
+    write_gpt2_gguf(Gpt2Files(fixtures + "/tiny"), nullptr, *GgufFileFormat::named("q6_k"), path.string(), "x");
+    const io::GgufFile written(path);
+    CHECK(written.tensor("blk.0.attn_qkv.weight").type == io::GgmlType::q8_0);
+    CHECK(written.tensor("token_embd.weight").type == io::GgmlType::q8_0);
+    fs::remove(path);
+}
+
 TEST_CASE("GGUF: the writer refuses what the format cannot hold and a tokenizer of another model", "[gguf][errors]") {
     const fs::path path = temporary("never.gguf");
     const BpeTokenizer gpt2 = open_tokenizer(fixtures + "/vocab");
-    CHECK_THROWS_WITH(write_gpt2_gguf(Gpt2Files(fixtures + "/odd-heads"), gpt2, WeightFormatId::q8_0, path.string(), "x"),
+    CHECK_THROWS_WITH(write_gpt2_gguf(Gpt2Files(fixtures + "/odd-heads"), &gpt2, GgufFileFormat(WeightFormatId::q8_0), path.string(), "x"),
                       Catch::Contains("wte.weight: 48 weights per row are not a whole number of q8_0 blocks of 32"));
-    CHECK_THROWS_WITH(write_gpt2_gguf(Gpt2Files(fixtures + "/tiny"), gpt2, WeightFormatId::q8_0, path.string(), "x"),
+    CHECK_THROWS_WITH(write_gpt2_gguf(Gpt2Files(fixtures + "/tiny"), &gpt2, GgufFileFormat(WeightFormatId::q8_0), path.string(), "x"),
                       Catch::Contains("the tokenizer has 50257 tokens but the model's vocab_size is 512"));
     CHECK_FALSE(fs::exists(path));
     // A tensor that turns out bad while the file is written: nothing is left behind.
@@ -282,7 +346,7 @@ TEST_CASE("GGUF: the writer refuses what the format cannot hold and a tokenizer 
                                        if (name == "blk.1.ffn_down.weight") bytes[1] = std::byte{0x7e}, bytes[0] = std::byte{0};
                                        return true;
                                    });
-    CHECK_THROWS_WITH(write_gpt2_gguf(Gpt2Files(bad), gpt2, WeightFormatId::q4_0, path.string(), "x"),
+    CHECK_THROWS_WITH(write_gpt2_gguf(Gpt2Files(bad), &gpt2, GgufFileFormat(WeightFormatId::q4_0), path.string(), "x"),
                       Catch::Contains("tensor 'blk.1.ffn_down.weight' holds NaN at element 0"));
     CHECK_FALSE(fs::exists(path));
     CHECK_FALSE(fs::exists(path.string() + ".tmp"));
@@ -293,7 +357,8 @@ TEST_CASE("GGUF: re-quantizing a GGUF copies blocks already in the format", "[gg
     const fs::path path = temporary("again.gguf");
     const Gpt2Files source(gguf("vocab-q8_0.gguf"));
     CHECK(source.stored_format() == WeightFormatId::q8_0);
-    write_gpt2_gguf(source, open_tokenizer(gguf("vocab-q8_0.gguf")), WeightFormatId::q8_0, path.string(), "again");
+    const BpeTokenizer tokenizer = open_tokenizer(gguf("vocab-q8_0.gguf"));
+    write_gpt2_gguf(source, &tokenizer, GgufFileFormat(WeightFormatId::q8_0), path.string(), "again");
     const io::GgufFile a(path), b(gguf("vocab-q8_0.gguf"));
     for (const io::GgufTensorInfo& t : b.tensors()) {
         std::vector<std::byte> x(t.bytes), y(t.bytes);

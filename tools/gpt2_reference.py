@@ -37,6 +37,8 @@ CONFIGS = {  # name: (n_layer, n_head, n_embd, n_ctx, vocab_size[, n_inner]); n_
     "seed32": (1, 1, 32, 8, 8, 32),
     # rows of 256: the width Q6_K needs (llama-quantize's Q4_0 files keep the embedding in Q6_K)
     "wide": (1, 4, 256, 32, 300),  # the smallest shape Q8_0 and Q4_0 can hold (the GGUF fuzz seeds)
+    # rows of 256 over eight layers: llama-quantize's K-quant mixes pick ffn_down per layer
+    "wide-8": (8, 4, 256, 32, 300, 256),
 }
 
 DTYPES = {"F32": np.float32, "F16": np.float16, "BF16": None}
@@ -143,21 +145,30 @@ def store_weights(w, fmt):
     import quantize_reference as q  # noqa: E402 (same directory)
     out = dict(w)
 
-    def stored(rows, kind=fmt):  # rows: [out, in] float64, each row one output's weights
+    def held_as(kind, rows):  # rows: [out, in] float64, each row one output's weights
         x = rows.astype(np.float32)
         if kind == "bf16":
             held = (np.frombuffer(q.bf16(x.ravel()), np.uint16).astype(np.uint32) << 16).view(np.float32)
-        elif kind in ("q4_k", "q5_k"):
-            held = q.dequantize_k((q.q4_k if kind == "q4_k" else q.q5_k)(x.ravel()), kind)
         else:
-            held = q.dequantize((q.q8_0 if kind == "q8_0" else q.q4_0)(x.ravel()), kind)
+            held = q.quantize_as(kind, x)[2]
         return held.astype(np.float64).reshape(rows.shape)
 
+    def cfg_layers(weights):
+        return 1 + max(int(n.split(".")[1]) for n in weights if n.startswith("h."))
+
+    def tied(weights):
+        return "lm_head.weight" not in weights
+
+    mixes = ("q4_k_m", "q5_k_m", "q6_k")
     for name in w:
         if name.endswith(("attn.c_attn.weight", "attn.c_proj.weight", "mlp.c_fc.weight", "mlp.c_proj.weight")):
-            out[name] = stored(w[name].T).T
+            rows = w[name].T
+            kind = q.k_mix_type(fmt, name, rows.shape[1], cfg_layers(w), tied(w)) if fmt in mixes else fmt
+            out[name] = held_as(kind, rows).T
         elif name in ("wte.weight", "lm_head.weight"):
-            out[name] = stored(w[name], "q8_0" if fmt == "q4_0" else fmt)
+            kind = q.k_mix_type(fmt, name, w[name].shape[1], cfg_layers(w), tied(w)) if fmt in mixes else \
+                "q8_0" if fmt == "q4_0" else fmt
+            out[name] = held_as(kind, w[name])
     return out
 
 
@@ -215,7 +226,8 @@ def main():
         s = sub.add_parser(name)
         s.add_argument("--model", required=True)
         s.add_argument("--tokens", required=True, help="comma-separated ids")
-        s.add_argument("--weights", choices=["f32", "bf16", "q8_0", "q4_0", "q4_k", "q5_k"], default="f32",
+        s.add_argument("--weights", choices=["f32", "bf16", "q8_0", "q4_0", "q4_k", "q5_k", "q4_k_m", "q5_k_m", "q6_k"],
+                       default="f32",
                        help="compute with the weights this storage format holds")
         s.add_argument("--embedding", choices=["q6_k"], help="then the embedding as this format holds it")
         if name == "logits":

@@ -3,7 +3,7 @@
 GGUF file in llama.cpp's layout, the way its convert_hf_to_gguf.py (GPT2Model) writes one,
 written independently of tessera's C++ (numpy, tools/gguf_writer.py, tools/quantize_reference.py):
 
-  /usr/bin/python3 tools/hf_to_gguf.py DIR OUT.gguf --outtype f32|f16|bf16|q8_0|q4_0|q4_k|q5_k
+  /usr/bin/python3 tools/hf_to_gguf.py DIR OUT.gguf --outtype f32|f16|bf16|q8_0|q4_0|q4_k|q5_k|q4_k_m|q5_k_m|q6_k
 
 Conv1D weights [in, out] are transposed to [out, in] (ggml ne = [in, out]); names as llama.cpp's
 tensor map (token_embd, position_embd, blk.N.attn_norm/attn_qkv/attn_output/ffn_norm/ffn_up/
@@ -25,7 +25,11 @@ import gguf_writer as gw  # noqa: E402
 import gpt2_reference  # noqa: E402
 import quantize_reference as q  # noqa: E402
 
-FILE_TYPE = {"f32": 0, "f16": 1, "q4_0": 2, "q8_0": 7, "bf16": 32, "q4_k": 14, "q5_k": 16}  # (llama_ftype: q4_k, q5_k as the _S files)
+# llama_ftype: q4_k and q5_k (every matrix in it) as the _S files; q4_k_m, q5_k_m, q6_k:
+# llama-quantize's mixes (quantize_reference.k_mix_type)
+FILE_TYPE = {"f32": 0, "f16": 1, "q4_0": 2, "q8_0": 7, "bf16": 32, "q4_k": 14, "q5_k": 16, "q4_k_m": 15, "q5_k_m": 17,
+             "q6_k": 18}
+MIXES = ("q4_k_m", "q5_k_m", "q6_k")
 IN_BLOCK = {"ln_1": "attn_norm", "attn.c_attn": "attn_qkv", "attn.c_proj": "attn_output", "ln_2": "ffn_norm",
             "mlp.c_fc": "ffn_up", "mlp.c_proj": "ffn_down"}
 WHOLE = {"wte": "token_embd", "wpe": "position_embd", "ln_f": "output_norm", "lm_head": "output"}
@@ -93,7 +97,7 @@ def main():
     ]
     if (d / "vocab.json").exists():  # the random test checkpoints without a tokenizer have none
         metadata += tokenizer_metadata(d)
-    if args.outtype in ("q8_0", "q4_0", "q4_k", "q5_k"):
+    if args.outtype not in ("f32", "f16", "bf16"):
         metadata.append(("general.quantization_version", gw.U32, 2))
     tied = cfg.get("tie_word_embeddings", True)
     tensors = []
@@ -107,7 +111,13 @@ def main():
         # The tied embedding / head of a Q4_0 file stays wider: Q8_0 here, Q6_K with
         # --embedding-type q6_k (as llama-quantize and tessera write it where the width allows).
         outtype = "q8_0" if args.outtype == "q4_0" and name in ("wte.weight", "lm_head.weight") else args.outtype
-        kind, raw = encode(a, outtype) if matrix else ("F32", np.ascontiguousarray(a).tobytes())
+        if matrix and args.outtype in MIXES:
+            outtype = q.k_mix_type(args.outtype, name, a.shape[1], cfg["n_layer"], tied)
+            if outtype is None:
+                sys.exit(f"{name}: rows of {a.shape[1]} are not whole 256s (llama-quantize: Q5_0 / Q5_1)")
+            kind, raw, _ = q.quantize_as(outtype, a)
+        else:
+            kind, raw = encode(a, outtype) if matrix else ("F32", np.ascontiguousarray(a).tobytes())
         if name == "wte.weight" and args.embedding_type == "q6_k":
             kind, raw = "Q6_K", q.q6_k(a.ravel())
         tensors.append((gguf_name(name), kind, list(reversed(a.shape)), raw))

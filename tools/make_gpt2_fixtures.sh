@@ -62,6 +62,13 @@ gguf vocab q8_0 vocab-q8_0.gguf
 [ -f "$out/wide/logits-q4_k-q6_k.f64" ] || $ref logits --model "$out/wide" --tokens "$tokens" --weights q4_k \
     --embedding q6_k --out "$out/wide/logits-q4_k-q6_k.f64"
 gguf wide q5_k wide-q5_k.gguf
+# llama-quantize's K-quant mixes of an eight-layer model, and their reference logits
+make wide-8 wide-8 8
+for mix in q4_k_m q5_k_m q6_k; do
+  gguf wide-8 $mix wide-8-$mix.gguf
+  [ -f "$out/wide-8/logits-$mix.f64" ] || $ref logits --model "$out/wide-8" --tokens "$tokens" --weights $mix \
+      --out "$out/wide-8/logits-$mix.f64"
+done
 [ -f "$out/wide/logits-q5_k.f64" ] || $ref logits --model "$out/wide" --tokens "$tokens" --weights q5_k \
     --out "$out/wide/logits-q5_k.f64"
 # Greedy continuations: 64 steps, or as many as the context leaves after the 3-token prompt.

@@ -65,25 +65,19 @@ def dequantize_q6_k(blocks):
     """GGUF's Q6_K (llama-quantize keeps GPT-2's tied embedding in it in Q4_0 files): super-blocks
     of 256 weights in 210 bytes, ql[128] (low 4 bits), qh[64] (high 2 bits), 16 int8 scales,
     an f16 d; weight = d * scale * (q - 32), in float32 in that order."""
-    out = []
-    for i in range(0, len(blocks), 210):
-        b = blocks[i:i + 210]
-        ql = np.frombuffer(b[:128], np.uint8).astype(np.int32)
-        qh = np.frombuffer(b[128:192], np.uint8).astype(np.int32)
-        sc = np.frombuffer(b[192:208], np.int8).astype(np.float32)
-        d = np.frombuffer(b[208:210], "<f2")[0].astype(np.float32)
-        y = np.zeros(256, np.float32)
-        for half in range(2):
-            l_ = ql[64 * half:64 * half + 64]
-            h_ = qh[32 * half:32 * half + 32]
-            s_ = sc[8 * half:8 * half + 8]
-            for l in range(32):
-                q = [((l_[l] & 15) | ((h_[l] & 3) << 4)) - 32, ((l_[l + 32] & 15) | (((h_[l] >> 2) & 3) << 4)) - 32,
-                     ((l_[l] >> 4) | (((h_[l] >> 4) & 3) << 4)) - 32, ((l_[l + 32] >> 4) | (((h_[l] >> 6) & 3) << 4)) - 32]
-                for j in range(4):
-                    y[128 * half + l + 32 * j] = np.float32(d * s_[l // 16 + 2 * j]) * np.float32(q[j])
-        out.append(y)
-    return np.concatenate(out)
+    b = np.frombuffer(blocks, np.uint8).reshape(-1, 210)
+    ql = b[:, :128].astype(np.int32).reshape(-1, 2, 64)
+    qh = b[:, 128:192].astype(np.int32).reshape(-1, 2, 32)
+    sc = b[:, 192:208].view(np.int8).astype(np.float32).reshape(-1, 2, 8)
+    d = b[:, 208:210].copy().view("<f2").astype(np.float32).reshape(-1, 1, 1)
+    low, high = ql[:, :, :32], ql[:, :, 32:]
+    q = np.stack([(low & 15) | ((qh & 3) << 4), (high & 15) | (((qh >> 2) & 3) << 4),
+                  (low >> 4) | (((qh >> 4) & 3) << 4), (high >> 4) | (((qh >> 6) & 3) << 4)], axis=2) - 32  # (B, 2, 4, 32)
+    # weight l + 32 j of a half uses scale l // 16 + 2 j
+    scale = np.stack([sc[:, :, 2 * j:2 * j + 2] for j in range(4)], axis=2)  # (B, 2, 4, 2)
+    scale = np.repeat(scale, 16, axis=3)  # (B, 2, 4, 32)
+    step = (d[:, :, :, None] * scale).astype(np.float32)
+    return (step * q.astype(np.float32)).astype(np.float32).reshape(-1)
 
 
 def nearest(v):
@@ -304,6 +298,41 @@ def dequantize_k(blocks, kind):
             y[32 * g:32 * g + 32] = ((step * q[32 * g:32 * g + 32].astype(F32)).astype(F32) - offset).astype(F32)
         out.append(y)
     return np.concatenate(out)
+
+
+def k_mix_type(mix, name, cols, n_layer, tied):
+    """The type llama-quantize (llama_tensor_get_type, architecture gpt2, no importance matrix)
+    gives the GPT-2 matrix `name` (Hugging Face's: "h.3.mlp.c_proj.weight") in a q4_k_m, q5_k_m
+    or q6_k file: the head (lm_head, or wte when tied) q6_k, or q8_0 where its rows are not
+    whole 256s; c_attn (GGUF's attn_qkv) q5_k in q4_k_m, else q6_k; c_proj of the MLP (ffn_down)
+    q6_k in the layers use_more_bits picks; the rest the mix's own type. None for a K-type
+    whose rows are not whole 256s (llama-quantize's Q5_0 / Q5_1 fallback)."""
+    own = {"q4_k_m": "q4_k", "q5_k_m": "q5_k", "q6_k": "q6_k"}[mix]
+    if name == "lm_head.weight" or (name == "wte.weight" and tied):
+        return "q6_k" if cols % 256 == 0 else "q8_0"
+    kind = own
+    if name.endswith("attn.c_attn.weight"):
+        kind = "q5_k" if mix == "q4_k_m" else "q6_k"
+    if name.endswith("mlp.c_proj.weight") and mix != "q6_k":
+        i, n = int(name.split(".")[1]), n_layer
+        if i < n // 8 or i >= 7 * n // 8 or (i - n // 8) % 3 == 2:
+            kind = "q6_k"
+    if cols % 256 != 0:
+        return "q8_0" if kind == "q6_k" else None
+    return kind
+
+
+def quantize_as(kind, x):
+    """x (float32, whole blocks) stored as `kind`: (ggml type name, bytes, the floats held)."""
+    x = np.ascontiguousarray(x, dtype=np.float32).ravel()
+    if kind in ("q4_k", "q5_k"):
+        blocks = (q4_k if kind == "q4_k" else q5_k)(x)
+        return kind.upper(), blocks, dequantize_k(blocks, kind)
+    if kind == "q6_k":
+        blocks = q6_k(x)
+        return "Q6_K", blocks, dequantize_q6_k(blocks)
+    blocks = (q8_0 if kind == "q8_0" else q4_0)(x)
+    return kind.upper(), blocks, dequantize(blocks, kind)
 
 
 def bf16(x):

@@ -32,9 +32,15 @@
 
 namespace tessera {
 
-// A format named at run time (flags, files); WeightFormat<W>::id is its W's.
-// (q6_k only ever holds a head: no model has its matrices in it.)
-enum class WeightFormatId { f32, bf16, q8_0, q4_0, q6_k };
+// A format named at run time (flags, files); WeightFormat<W>::id is its W's. q6_k, q4_k and
+// q5_k are stored formats only (a Q4_0 model's head; the tensors of a K-quant file): no model
+// keeps its matrices in them yet (is_model_format).
+enum class WeightFormatId { f32, bf16, q8_0, q4_0, q6_k, q4_k, q5_k };
+
+// Whether a model can keep its matrices in `id` (with_weight_type gives its type).
+constexpr bool is_model_format(WeightFormatId id) noexcept {
+    return id == WeightFormatId::f32 || id == WeightFormatId::bf16 || id == WeightFormatId::q8_0 || id == WeightFormatId::q4_0;
+}
 
 template <class W>
 struct WeightFormat;
@@ -424,6 +430,7 @@ struct KQuantFormat {
 template <>
 struct WeightFormat<Q4_K> : detail::KQuantFormat<Q4_K> {
     static constexpr std::string_view name = "q4_k";
+    static constexpr WeightFormatId id = WeightFormatId::q4_k;
     static constexpr int nmax = 15, nstep = 20;
     static constexpr float rmin = -1.0f, rdelta = 0.1f;
     // Groups 2h and 2h + 1 in the low and high nibbles of qs[32 h, 32 h + 32).
@@ -446,6 +453,7 @@ struct WeightFormat<Q4_K> : detail::KQuantFormat<Q4_K> {
 template <>
 struct WeightFormat<Q5_K> : detail::KQuantFormat<Q5_K> {
     static constexpr std::string_view name = "q5_k";
+    static constexpr WeightFormatId id = WeightFormatId::q5_k;
     static constexpr int nmax = 31, nstep = 15;
     static constexpr float rmin = -0.5f, rdelta = 0.1f;
     // The low four bits as Q4_K's; the fifth of weight l of group g in bit g of qh[l].
@@ -528,15 +536,19 @@ decltype(auto) with_weight_type(WeightFormatId id, F&& f) {
         case WeightFormatId::q8_0: return f.template operator()<Q8_0>();
         case WeightFormatId::q4_0: return f.template operator()<Q4_0>();
         case WeightFormatId::f32:
-        case WeightFormatId::q6_k: break;  // (never a model's matrices: no flag or file gives it here)
+        case WeightFormatId::q6_k:  // (never a model's matrices: no flag or file gives them here)
+        case WeightFormatId::q4_k:
+        case WeightFormatId::q5_k: break;
     }
     return f.template operator()<float>();
 }
 
-// with_weight_type for a tensor's format, which may be a head's too (Q6_K).
+// with_weight_type for a tensor's format, which may be a stored format only (Q6_K, Q4_K, Q5_K).
 template <class F>
 decltype(auto) with_stored_type(WeightFormatId id, F&& f) {
     if (id == WeightFormatId::q6_k) return f.template operator()<Q6_K>();
+    if (id == WeightFormatId::q4_k) return f.template operator()<Q4_K>();
+    if (id == WeightFormatId::q5_k) return f.template operator()<Q5_K>();
     return with_weight_type(id, std::forward<F>(f));
 }
 

@@ -130,9 +130,9 @@ inline std::optional<WeightFormatId> weight_format_of(io::GgmlType t) noexcept {
         case io::GgmlType::q8_0: return WeightFormatId::q8_0;
         case io::GgmlType::q4_0: return WeightFormatId::q4_0;
         case io::GgmlType::q6_k: return WeightFormatId::q6_k;
-        case io::GgmlType::f16:   // no f16 weight format: widened to float
-        case io::GgmlType::q4_k:  // no model keeps Q4_K or Q5_K matrices yet: widened to float
-        case io::GgmlType::q5_k: break;
+        case io::GgmlType::q4_k: return WeightFormatId::q4_k;
+        case io::GgmlType::q5_k: return WeightFormatId::q5_k;
+        case io::GgmlType::f16: break;  // no f16 weight format: widened to float
     }
     return std::nullopt;
 }

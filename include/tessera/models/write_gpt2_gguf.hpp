@@ -3,11 +3,10 @@
 // tokenizer as one GGUF file in llama.cpp's layout, as convert_hf_to_gguf.py and
 // llama-quantize write it: architecture "gpt2" with its gpt2.* hyperparameters, the tokenizer
 // as tokenizer.ggml.*, the matrices (token_embd, the four projections of each block, and
-// output when the head is untied) in the format asked for, position_embd, the norms and the
-// biases in F32 (the embedding / head as the model keeps it: in a Q4_0 file Q6_K, as
-// llama-quantize keeps it, or Q8_0 where the width is not whole super-blocks of 256). Blocks already stored in that format are copied as
-// they are; the rest is quantized with GGML's reference algorithm (the same bytes llama.cpp's
-// tools write).
+// output when the head is untied) as the GgufFileFormat asked for says (a model format, or a
+// K-quant mix as llama-quantize chooses it), position_embd, the norms and the biases in F32.
+// Blocks already stored in a tensor's format are copied as they are; the rest is quantized with
+// GGML's reference algorithm (the same bytes llama.cpp's tools write).
 #include <cstddef>   // std::byte, std::size_t
 #include <cstdint>   // std::int32_t, std::uint32_t
 #include <filesystem> // std::filesystem::path
@@ -18,6 +17,7 @@
 #include <tessera/core/weight_formats.hpp>     // WeightFormat, WeightFormatId, with_weight_type
 #include <tessera/io/gguf.hpp>                 // GgmlType
 #include <tessera/io/gguf_writer.hpp>          // GgufWriter
+#include <tessera/models/gguf_file_format.hpp> // GgufFileFormat
 #include <tessera/models/gpt2_checkpoints.hpp> // gguf_gpt2_tensor_name
 #include <tessera/models/load_gpt2.hpp>        // Gpt2Files
 #include <tessera/nn/parameter.hpp>            // TensorRequest, read_rows_as
@@ -56,42 +56,29 @@ inline io::GgmlType ggml_type_of(WeightFormatId format) noexcept {
         case WeightFormatId::q8_0: return io::GgmlType::q8_0;
         case WeightFormatId::q4_0: return io::GgmlType::q4_0;
         case WeightFormatId::q6_k: return io::GgmlType::q6_k;
+        case WeightFormatId::q4_k: return io::GgmlType::q4_k;
+        case WeightFormatId::q5_k: return io::GgmlType::q5_k;
         case WeightFormatId::f32: break;
     }
     return io::GgmlType::f32;
 }
 
-// llama.cpp's general.file_type for a model whose matrices are `format` (enum llama_ftype).
-inline std::uint32_t llama_file_type(WeightFormatId format) noexcept {
-    switch (format) {
-        case WeightFormatId::bf16: return 32;
-        case WeightFormatId::q8_0: return 7;
-        case WeightFormatId::q4_0: return 2;
-        case WeightFormatId::q6_k: return 18;
-        case WeightFormatId::f32: break;
-    }
-    return 0;
-}
-
 // Writes the file at `path`, which must not be one of the model's files (files.paths()) and is
-// replaced only once complete (io::OutputFile).
-inline void write_gpt2_gguf(const Gpt2Files& files, const BpeTokenizer& tokenizer, WeightFormatId format,
+// replaced only once complete (io::OutputFile); each tensor stored as `format` says. Without a
+// tokenizer (nullptr: a checkpoint that has none) the file holds no tokenizer.ggml.* metadata.
+inline void write_gpt2_gguf(const Gpt2Files& files, const BpeTokenizer* tokenizer, const GgufFileFormat& format,
                             const std::filesystem::path& path, const std::string& name) {
     const Gpt2Hyperparameters& h = files.hyperparameters();
-    const auto stored_as = [&](const TensorRequest& r) {
-        if (r.role == TensorRequest::Role::linear) return format;
-        if (r.name == "wte.weight" || r.name == "lm_head.weight") return head_weight_format(format, r.cols);
-        return WeightFormatId::f32;
-    };
+    const auto stored_as = [&](const TensorRequest& r) { return format.tensor_format(r, h); };
     for (const TensorRequest& r : gpt2_tensors(h)) {  // before anything is written
         with_stored_type(stored_as(r), [&]<class W>() { whole_blocks<W>(r.cols, r.name.c_str()); });
     }
-    tokenizer.check_vocab_size(h.shape.vocab_size);
+    if (tokenizer != nullptr) tokenizer->check_vocab_size(h.shape.vocab_size);
     io::GgufWriter w;
     w.add_string("general.architecture", "gpt2");
     w.add_string("general.name", name);
-    w.add_u32("general.file_type", llama_file_type(format));
-    if (format == WeightFormatId::q8_0 || format == WeightFormatId::q4_0) w.add_u32("general.quantization_version", 2);
+    w.add_u32("general.file_type", format.file_type());
+    if (format.quantized()) w.add_u32("general.quantization_version", 2);
     w.add_u32("gpt2.block_count", static_cast<std::uint32_t>(h.shape.n_layer));
     w.add_u32("gpt2.context_length", static_cast<std::uint32_t>(h.shape.n_ctx));
     w.add_u32("gpt2.embedding_length", static_cast<std::uint32_t>(h.shape.n_embd));
@@ -99,20 +86,22 @@ inline void write_gpt2_gguf(const Gpt2Files& files, const BpeTokenizer& tokenize
     w.add_u32("gpt2.attention.head_count", static_cast<std::uint32_t>(h.shape.n_head));
     w.add_f32("gpt2.attention.layer_norm_epsilon", h.layer_norm_epsilon);
 
-    w.add_string("tokenizer.ggml.model", "gpt2");
-    w.add_string("tokenizer.ggml.pre", "gpt-2");
-    std::vector<std::string> tokens;
-    std::vector<std::int32_t> types;  // llama.cpp's token types: 1 normal, 3 control
-    for (std::size_t id = 0; id < tokenizer.vocab_size(); ++id) {
-        tokens.push_back(tokenizer.token_text(static_cast<TokenId>(id)));
-        types.push_back(tokens.back() == BpeTokenizer::end_of_text ? 3 : 1);
-    }
-    w.add_strings("tokenizer.ggml.tokens", tokens);
-    w.add_i32s("tokenizer.ggml.token_type", types);
-    w.add_strings("tokenizer.ggml.merges", tokenizer.merge_texts());
-    if (const auto eos = tokenizer.eos_id()) {
-        w.add_u32("tokenizer.ggml.bos_token_id", static_cast<std::uint32_t>(*eos));
-        w.add_u32("tokenizer.ggml.eos_token_id", static_cast<std::uint32_t>(*eos));
+    if (tokenizer != nullptr) {
+        w.add_string("tokenizer.ggml.model", "gpt2");
+        w.add_string("tokenizer.ggml.pre", "gpt-2");
+        std::vector<std::string> tokens;
+        std::vector<std::int32_t> types;  // llama.cpp's token types: 1 normal, 3 control
+        for (std::size_t id = 0; id < tokenizer->vocab_size(); ++id) {
+            tokens.push_back(tokenizer->token_text(static_cast<TokenId>(id)));
+            types.push_back(tokens.back() == BpeTokenizer::end_of_text ? 3 : 1);
+        }
+        w.add_strings("tokenizer.ggml.tokens", tokens);
+        w.add_i32s("tokenizer.ggml.token_type", types);
+        w.add_strings("tokenizer.ggml.merges", tokenizer->merge_texts());
+        if (const auto eos = tokenizer->eos_id()) {
+            w.add_u32("tokenizer.ggml.bos_token_id", static_cast<std::uint32_t>(*eos));
+            w.add_u32("tokenizer.ggml.eos_token_id", static_cast<std::uint32_t>(*eos));
+        }
     }
 
     const Checkpoint& source = files.checkpoint();

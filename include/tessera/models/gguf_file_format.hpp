@@ -1,0 +1,113 @@
+#pragma once
+// GgufFileFormat: how a GGUF file that quantize writes stores each tensor of a GPT-2.
+//   - A model format (f32, bf16, q8_0, q4_0): every matrix in it, the tied embedding / head as
+//     the model keeps it (HeadFormat: a Q4_0 file's in Q6_K or Q8_0), the rest in F32.
+//   - A K-quant type of llama-quantize (q4_k_m, q5_k_m, q6_k), as its llama_tensor_get_type
+//     picks per tensor for architecture "gpt2" without an importance matrix:
+//       the head (output.weight, or token_embd.weight when tied)   Q6_K
+//       attn_qkv                                                    Q5_K (q4_k_m), Q6_K
+//       ffn_down of the layers use_more_bits picks (the first and
+//         last eighth, and every third layer between)              Q6_K
+//       every other matrix (attn_output, ffn_up, an untied token_embd) Q4_K, Q5_K, Q6_K
+//     position_embd, the norms and the biases stay F32. Where a matrix's rows are not whole
+//     super-blocks of 256 llama-quantize falls back: Q6_K to Q8_0 (done here too), Q4_K and
+//     Q5_K to Q5_0 and Q5_1, which tessera does not write: refused, naming the tensor.
+#include <cstddef>      // std::size_t
+#include <cstdint>      // std::uint32_t
+#include <optional>     // std::optional
+#include <string>       // std::string, std::stoul
+#include <string_view>  // std::string_view
+
+#include <tessera/core/error.hpp>           // ArgumentError
+#include <tessera/core/weight_formats.hpp>  // WeightFormatId, head_weight_format
+#include <tessera/models/gpt2_checkpoints.hpp>  // gguf_gpt2_tensor_name
+#include <tessera/models/gpt2_config.hpp>   // Gpt2Hyperparameters
+#include <tessera/nn/parameter.hpp>         // TensorRequest
+
+namespace tessera {
+
+class GgufFileFormat {
+public:
+    static constexpr std::string_view names = "f32, bf16, q8_0, q4_0, q4_k_m, q5_k_m, q6_k";
+
+    static std::optional<GgufFileFormat> named(std::string_view name) noexcept {
+        if (const auto model = weight_format_named(name)) return GgufFileFormat(*model, Mix::none);
+        if (name == "q4_k_m") return GgufFileFormat(WeightFormatId::q4_k, Mix::q4_k_m);
+        if (name == "q5_k_m") return GgufFileFormat(WeightFormatId::q5_k, Mix::q5_k_m);
+        if (name == "q6_k") return GgufFileFormat(WeightFormatId::q6_k, Mix::q6_k);
+        return std::nullopt;
+    }
+    explicit GgufFileFormat(WeightFormatId model_format) : GgufFileFormat(model_format, Mix::none) {
+        if (!is_model_format(model_format)) throw ArgumentError("GgufFileFormat: " + std::string(weight_format_name(model_format)) + " is no model format");
+    }
+
+    std::string_view name() const noexcept {
+        switch (mix_) {
+            case Mix::q4_k_m: return "q4_k_m";
+            case Mix::q5_k_m: return "q5_k_m";
+            case Mix::q6_k: return "q6_k";
+            case Mix::none: break;
+        }
+        return weight_format_name(format_);
+    }
+
+    // llama.cpp's general.file_type (enum llama_ftype).
+    std::uint32_t file_type() const noexcept {
+        switch (mix_) {
+            case Mix::q4_k_m: return 15;
+            case Mix::q5_k_m: return 17;
+            case Mix::q6_k: return 18;
+            case Mix::none: break;
+        }
+        switch (format_) {
+            case WeightFormatId::bf16: return 32;
+            case WeightFormatId::q8_0: return 7;
+            case WeightFormatId::q4_0: return 2;
+            default: return 0;
+        }
+    }
+    bool quantized() const noexcept { return mix_ != Mix::none || format_ == WeightFormatId::q8_0 || format_ == WeightFormatId::q4_0; }
+
+    // The format tensor `r` is stored in (its Hugging Face name; h: the model's shape).
+    WeightFormatId tensor_format(const TensorRequest& r, const Gpt2Hyperparameters& h) const {
+        using Role = TensorRequest::Role;
+        const bool head = r.name == "lm_head.weight" || (r.name == "wte.weight" && h.tie_word_embeddings);
+        if (mix_ == Mix::none) {
+            if (r.role == Role::linear) return format_;
+            if (r.name == "wte.weight" || r.name == "lm_head.weight") return head_weight_format(format_, r.cols);
+            return WeightFormatId::f32;
+        }
+        if (r.role == Role::vector || r.name == "wpe.weight") return WeightFormatId::f32;
+        constexpr std::size_t super_block = 256;
+        if (head) return r.cols % super_block == 0 ? WeightFormatId::q6_k : WeightFormatId::q8_0;
+        WeightFormatId f = format_;
+        if (r.name.ends_with("attn.c_attn.weight")) f = mix_ == Mix::q4_k_m ? WeightFormatId::q5_k : WeightFormatId::q6_k;
+        if (r.name.ends_with("mlp.c_proj.weight") && mix_ != Mix::q6_k && use_more_bits(layer_of(r.name), h.shape.n_layer)) {
+            f = WeightFormatId::q6_k;
+        }
+        if (r.cols % super_block != 0) {
+            if (f == WeightFormatId::q6_k) return WeightFormatId::q8_0;
+            throw ArgumentError(gguf_gpt2_tensor_name(r.name) + ": rows of " + std::to_string(r.cols) +
+                                " weights are not whole super-blocks of 256; llama-quantize falls back to " +
+                                (f == WeightFormatId::q4_k ? "Q5_0" : "Q5_1") +
+                                " there, which tessera does not write (q8_0 or q4_0 fit this model)");
+        }
+        return f;
+    }
+
+private:
+    enum class Mix { none, q4_k_m, q5_k_m, q6_k };
+    GgufFileFormat(WeightFormatId format, Mix mix) noexcept : format_(format), mix_(mix) {}
+
+    // llama-quantize's choice of the layers whose ffn_down gets more bits.
+    static bool use_more_bits(std::size_t layer, std::size_t n_layer) noexcept {
+        const auto i = static_cast<long>(layer), n = static_cast<long>(n_layer);
+        return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2;
+    }
+    static std::size_t layer_of(const std::string& name) { return std::stoul(name.substr(2)); }  // "h.N. ..."
+
+    WeightFormatId format_;  // every matrix's (a mix: its default type)
+    Mix mix_;
+};
+
+}  // namespace tessera

@@ -19,6 +19,8 @@
 
 #include <tessera/tessera.hpp>
 
+#include "skip.hpp"
+
 using namespace tessera;
 
 namespace {
@@ -272,7 +274,7 @@ TEST_CASE("A row's product has the same bits whatever other rows share the produ
         check_batch_independence<Q6_K>(40, 1);
     }
 #else
-    WARN("no AVX-512 kernels in this build: not checked");
+    test::skip("no AVX-512 kernels in this build");
 #endif
 }
 
@@ -284,7 +286,7 @@ TEST_CASE("Q6_K products over the head's packed copy match the reference, a row 
     STATIC_REQUIRE(HasPackedWeights<Cpu, Q6_K>);
 #if TESSERA_HAS_AVX512_KERNELS
     if (!cpu::has_avx512_vnni()) {
-        WARN("without AVX-512 VNNI there is no packed layout: not checked");
+        test::skip("without AVX-512 VNNI there is no packed layout");
         return;
     }
     Cpu cpu(2);
@@ -322,7 +324,7 @@ TEST_CASE("Q6_K products over the head's packed copy match the reference, a row 
         }
     }
 #else
-    WARN("no AVX-512 kernels in this build: not checked");
+    test::skip("no AVX-512 kernels in this build");
 #endif
 }
 
@@ -572,7 +574,7 @@ TEST_CASE("Weight format names", "[formats]") {
 #if TESSERA_HAS_AVX512_KERNELS
 TEST_CASE("The vector activation quantization gives the portable one's bits", "[formats]") {
     if (!cpu::has_avx512_vnni()) {
-        WARN("no AVX-512 VNNI on this machine: nothing to compare");
+        test::skip("no AVX-512 VNNI here (or switched off): nothing to compare");
         return;
     }
     std::mt19937 rng(5);
@@ -701,7 +703,7 @@ TEST_CASE("The integer sums of the one-row kernels are exact", "[formats][gemm]"
 #if TESSERA_HAS_AVX512_KERNELS
 TEST_CASE("The AVX2 bf16 row product matches a double-precision one for every tail", "[formats][gemm]") {
     if (cpu::supported_kernel_level() < cpu::KernelLevel::avx2) {
-        WARN("no AVX2 on this machine: nothing to compare");
+        test::skip("no AVX2 here (or switched off): nothing to compare");
         return;
     }
     std::mt19937 rng(3);

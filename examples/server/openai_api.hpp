@@ -16,7 +16,7 @@
 #include <vector>       // std::vector
 
 #include "../command_line.hpp"  // parse_whole_number
-#include "../json_excerpt.hpp"  // json_excerpt
+#include "../json_excerpt.hpp"  // dump, json_excerpt
 
 #include <tessera/core/error.hpp>                   // ArgumentError
 #include <tessera/generation/completion.hpp>        // Completion, StopReason
@@ -43,8 +43,7 @@ inline json error_body(std::string_view message, std::string_view type, std::str
              {{"message", message}, {"type", type}, {"param", param.empty() ? json(nullptr) : json(param)}, {"code", nullptr}}}};
 }
 
-// Text for JSON: bytes that are not UTF-8 (a token cut inside a character) become U+FFFD.
-inline std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+using cli::dump;  // JSON as text, bytes that are not UTF-8 as U+FFFD
 
 // What the server allows beyond the model's own limits.
 struct RequestLimits {

@@ -195,10 +195,11 @@ public:
     std::vector<std::string> string_array(const std::string& key) const {
         const GgufValue& v = checked_array(key, GgufValue::Type::string);
         return read_array<std::vector<std::string>>(key, [&](Cursor& in) {
+            const std::string what = "metadata '" + key + "'";
             std::vector<std::string> out;
             out.reserve(static_cast<std::size_t>(v.array_length));
-            in.skip(12, "metadata '" + key + "'");  // the element type and the length
-            for (std::uint64_t i = 0; i < v.array_length; ++i) out.push_back(in.string("metadata '" + key + "'"));
+            in.skip(12, what);  // the element type and the length
+            for (std::uint64_t i = 0; i < v.array_length; ++i) out.push_back(in.string(what));
             return out;
         });
     }

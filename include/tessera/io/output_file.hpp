@@ -24,7 +24,8 @@
 #include <utility>      // std::exchange
 #include <vector>       // std::vector
 
-#include <tessera/core/error.hpp>  // Error, ArgumentError
+#include <tessera/core/error.hpp>         // Error, ArgumentError
+#include <tessera/io/read_only_file.hpp>  // file_kind
 
 namespace tessera::io {
 
@@ -56,17 +57,6 @@ inline bool same_file(const std::filesystem::path& a, const std::filesystem::pat
     };
     const auto ra = resolved(a), rb = resolved(b);
     return ra && rb && *ra == *rb;
-}
-
-// "a directory", "a FIFO", ... for a file that is not a regular one.
-inline std::string file_kind(mode_t mode) {
-    if (S_ISDIR(mode)) return "a directory";
-    if (S_ISCHR(mode)) return "a character device";
-    if (S_ISBLK(mode)) return "a block device";
-    if (S_ISFIFO(mode)) return "a FIFO";
-    if (S_ISSOCK(mode)) return "a socket";
-    if (S_ISLNK(mode)) return "a symbolic link";
-    return "not a regular file";
 }
 
 class OutputFile {

@@ -4,7 +4,7 @@
 // file (a short read), where a memory map would kill the process with SIGBUS. Reading straight
 // into the destination also keeps the page cache out of the process's resident memory.
 #include <fcntl.h>     // open
-#include <sys/stat.h>  // fstat
+#include <sys/stat.h>  // fstat, S_IS*
 #include <unistd.h>    // pread, close
 
 #include <cerrno>      // errno, EINTR
@@ -18,6 +18,17 @@
 #include <tessera/core/error.hpp>  // FormatError
 
 namespace tessera::io {
+
+// "a directory", "a FIFO", ... for a file that is not a regular one (stat's st_mode).
+inline std::string file_kind(mode_t mode) {
+    if (S_ISDIR(mode)) return "a directory";
+    if (S_ISCHR(mode)) return "a character device";
+    if (S_ISBLK(mode)) return "a block device";
+    if (S_ISFIFO(mode)) return "a FIFO";
+    if (S_ISSOCK(mode)) return "a socket";
+    if (S_ISLNK(mode)) return "a symbolic link";
+    return "not a regular file";
+}
 
 class ReadOnlyFile {
 public:

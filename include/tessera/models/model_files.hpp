@@ -13,8 +13,8 @@
 #include <string>      // std::string
 #include <vector>      // std::vector
 
-#include <tessera/core/error.hpp>      // ArgumentError, FormatError
-#include <tessera/io/output_file.hpp>  // file_kind
+#include <tessera/core/error.hpp>         // ArgumentError, FormatError
+#include <tessera/io/read_only_file.hpp>  // file_kind
 
 namespace tessera {
 

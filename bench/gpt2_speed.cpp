@@ -1,4 +1,4 @@
-// End-to-end GPT-2 speed on the CPU, llama-bench style: prefill of a prompt (pp) and token
+// End-to-end speed of GPT-2 and Llama-family models on the CPU, llama-bench style: prefill of a prompt (pp) and token
 // generation after a 1-token prompt (tg), tokens/s, the decode step's bandwidth as a fraction of
 // the machine's read bandwidth (measured in the same run), and peak RSS against weights + KV cache.
 //
@@ -14,7 +14,7 @@
 // --kv-cache: each model once per KV cache precision (default f32). --tg-prompt N: tg after an
 // N-token prompt instead of one token, and --batch's prompts (default 16): decoding deeper in
 // the context, where the cache's reads count.
-// Each --model (a directory or a .gguf) runs as stored, or once per --weights format; all are
+// Each --model (a directory or a .gguf, of any architecture tessera runs) runs as stored, or once per --weights format; all are
 // measured in the same interleaved rounds (ratios free of the machine's drift). One directory of
 // the 124M shape without --weights also runs the static GPT2<GPT2Small, Cpu>.
 #include <algorithm>
@@ -30,6 +30,8 @@
 #include <vector>
 
 #include <tessera/models/load_gpt2.hpp>
+#include <tessera/models/load_llama.hpp>
+#include <tessera/models/open_model.hpp>
 #include <tessera/tessera.hpp>
 
 #include "gpt2_runs.hpp"
@@ -159,17 +161,25 @@ int run(int argc, char** argv) {
         return tessera::with_stored_type(id, [&]<class W>() { return double(sizeof(W)) / double(tessera::WeightFormat<W>::block); });
     };
     if (kv_caches.empty()) kv_caches.push_back(tessera::KvPrecision::f32);
-    const auto add = [&](const auto& open, const std::string& path, const tessera::GPT2Shape& shape) {
+    const auto add = [&](const auto& open, const std::string& path, const auto& shape) {
         for (const tessera::KvPrecision kv : kv_caches) {
             std::unique_ptr<tessera::LanguageModel> model = open();
             model->use_kv_cache(kv);
             const auto id = *tessera::weight_format_named(model->weight_format());
-            const tessera::bench::Gpt2Traffic traffic(shape, bytes_per_weight(id), bytes_per_weight(tessera::head_weight_format(id, shape.n_embd)),
+            const tessera::bench::Gpt2Traffic traffic(shape, bytes_per_weight(id), bytes_per_weight(tessera::head_weight_format(
+                                                          // (a Llama's head: head_weight_t<W, dyn>)
+                                                          id, std::is_same_v<std::decay_t<decltype(shape)>, tessera::GPT2Shape> ? shape.n_embd : tessera::dyn)),
                                                       kv == tessera::KvPrecision::bf16 ? 2.0 : 4.0);
             models.push_back({std::move(model), path, traffic, std::vector<double>(pps.size()), 0.0, std::vector<double>(batches.size())});
         }
     };
     for (const std::string& path : paths) {
+        if (tessera::model_architecture(path) != "gpt2") {
+            const tessera::LlamaShape shape = tessera::LlamaFiles(path).shape();
+            if (formats.empty()) add([&] { return tessera::open_llama(cpu, path); }, path, shape);
+            for (const tessera::WeightFormatId id : formats) add([&] { return tessera::open_llama(cpu, path, nullptr, id); }, path, shape);
+            continue;
+        }
         const tessera::GPT2Shape shape = tessera::Gpt2Files(path).hyperparameters().shape;
         if (formats.empty()) add([&] { return tessera::open_gpt2(cpu, path); }, path, shape);
         for (const tessera::WeightFormatId id : formats) add([&] { return tessera::open_gpt2(cpu, path, nullptr, id); }, path, shape);

@@ -1,7 +1,9 @@
-// generate: GPT-2 text generation from the command line.
+// generate: text generation from the command line, with any model tessera runs (GPT-2, and the
+// Llama family: llama, qwen2, qwen3), from a GGUF file or a Hugging Face directory.
 //
 //   generate --model models/gpt2 -p "Once upon a time" --max-new-tokens 64 --temperature 0.8 --top-p 0.9
 //   echo "prompt" | generate --model DIR --json
+//   generate --model smollm2.gguf --prompt-ids 1,2,3 -n 16   (token ids in and out, no tokenizer)
 //
 // Streams the text to stdout (never splitting a UTF-8 character or showing part of a stop
 // string), prints a timing summary to stderr. Exit codes: 0 success, 1 bad input (model
@@ -9,6 +11,8 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
@@ -21,28 +25,112 @@
 #include "command_line.hpp"
 
 #include <tessera/generation/generator.hpp>
-#include <tessera/models/open_gpt2_on.hpp>
+#include <tessera/models/open_model.hpp>
 #include <tessera/sampling/sampler.hpp>
 #include <tessera/tessera.hpp>
 
 namespace {
 
-// A GGUF file holds everything; a directory needs the four Hugging Face files.
-void require_model_files(const std::filesystem::path& dir) {
+// A GGUF file holds everything; a directory needs the four Hugging Face files (the tokenizer's
+// two only for text).
+void require_model_files(const std::filesystem::path& dir, bool text) {
     if (tessera::model_path_kind(dir) == tessera::ModelPathKind::gguf_file) return;
     for (const char* file : tessera::hf_model_files) {
+        if (!text && std::string_view(file) != "config.json" && std::string_view(file) != "model.safetensors") continue;
         if (!std::filesystem::exists(dir / file)) {
             throw tessera::ArgumentError("model directory " + dir.string() + " has no " + file);
         }
     }
 }
 
+// The KV cache's size: per position and for the whole context.
+void print_kv_cache(const tessera::LanguageModel& model) {
+    const std::size_t bytes = model.kv_bytes(), context = model.context_length();
+    std::fprintf(stderr, "kv cache: %s, %zu bytes per token, %.1f MiB for %zu positions\n",
+                 std::string(tessera::kv_precision_name(model.kv_cache())).c_str(), context ? bytes / context : 0,
+                 static_cast<double>(bytes) / (1 << 20), context);
+}
+
+// "1,2,3" -> ids; anything else is an ArgumentError naming the flag.
+std::vector<tessera::TokenId> parse_ids(const std::string& list) {
+    std::vector<tessera::TokenId> ids;
+    std::size_t at = 0;
+    while (at <= list.size()) {
+        const std::size_t comma = std::min(list.find(',', at), list.size());
+        const std::string item = list.substr(at, comma - at);
+        std::size_t used = 0;
+        long value = -1;
+        try {
+            value = std::stol(item, &used);
+        } catch (const std::exception&) {
+        }
+        if (item.empty() || used != item.size() || value < 0 || value > std::numeric_limits<tessera::TokenId>::max()) {
+            throw tessera::ArgumentError("--prompt-ids: '" + item + "' is not a token id (a comma-separated list of non-negative integers)");
+        }
+        ids.push_back(static_cast<tessera::TokenId>(value));
+        at = comma + 1;
+    }
+    return ids;
+}
+
+// Generation on token ids alone (a model whose tokenizer tessera cannot read yet): the prompt's
+// ids, then sampled ids until max_new_tokens or a full context; no text, so no stop strings or
+// end-of-text. Prints the generated ids as a JSON array (or, with --json, an object with timing).
+template <class Sampler>
+int generate_ids(tessera::LanguageModel& model, const std::vector<tessera::TokenId>& prompt, Sampler& sampler,
+                 std::size_t max_new_tokens, bool json) {
+    using clock = std::chrono::steady_clock;
+    for (const tessera::TokenId id : prompt) {
+        if (static_cast<std::size_t>(id) >= model.vocabulary_size()) {
+            throw tessera::ArgumentError("--prompt-ids: token " + std::to_string(id) + " is outside the model's vocabulary of " +
+                                         std::to_string(model.vocabulary_size()));
+        }
+    }
+    if (prompt.empty()) throw tessera::ArgumentError("--prompt-ids: no tokens");
+    if (prompt.size() > model.context_length()) {
+        throw tessera::ArgumentError("--prompt-ids: " + std::to_string(prompt.size()) + " tokens exceed the context of " +
+                                     std::to_string(model.context_length()));
+    }
+    std::vector<tessera::TokenId> history = prompt, generated;
+    std::vector<float> logits;
+    const auto t0 = clock::now();
+    const auto first = model.prefill(prompt);
+    logits.assign(first.begin(), first.end());
+    const double prefill_seconds = std::chrono::duration<double>(clock::now() - t0).count();
+    const auto t1 = clock::now();
+    while (generated.size() < max_new_tokens) {
+        const tessera::TokenId next = sampler.sample(logits, history);
+        generated.push_back(next);
+        history.push_back(next);
+        if (generated.size() == max_new_tokens || model.position() == model.context_length()) break;
+        const auto step = model.decode(next);
+        logits.assign(step.begin(), step.end());
+    }
+    const double decode_seconds = std::chrono::duration<double>(clock::now() - t1).count();
+    nlohmann::json out = generated;
+    if (json) {
+        out = {{"tokens", generated},
+               {"prompt_tokens", prompt.size()},
+               {"prefill_seconds", prefill_seconds},
+               {"decode_seconds", decode_seconds},
+               {"seed", sampler.rng().seed()},
+               {"weights", std::string(model.weight_format())}};
+    }
+    tessera::cli::Output output;
+    output.write(out.dump() + '\n');
+    output.finish();
+    std::fprintf(stderr, "prompt: %zu tokens, %.1f tokens/s | generated: %zu tokens, %.1f tokens/s\n", prompt.size(),
+                 static_cast<double>(prompt.size()) / prefill_seconds, generated.size(),
+                 generated.size() > 1 ? static_cast<double>(generated.size() - 1) / decode_seconds : 0.0);
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-    CLI::App app{"Generate text with a GPT-2 checkpoint (Hugging Face layout)"};
+    CLI::App app{"Generate text with a GPT-2 or Llama-family model (a GGUF file or a Hugging Face directory)"};
     std::string model_dir = "models/gpt2", backend = "cpu";
-    std::optional<std::string> prompt;
+    std::optional<std::string> prompt, prompt_ids;
     tessera::SamplingParams sampling;
     tessera::GenerationOptions generation;
     generation.max_new_tokens = 64;
@@ -52,8 +140,10 @@ int main(int argc, char** argv) {
     std::optional<std::uint64_t> seed;
     using tessera::cli::Bound, tessera::cli::real_number, tessera::cli::whole_number;
     constexpr long most = 1'000'000'000;  // counts beyond this are typing errors, not requests
-    app.add_option("--model", model_dir, "a GPT-2 GGUF file, or a directory with config.json, model.safetensors, vocab.json, merges.txt");
-    app.add_option("-p,--prompt", prompt, "the prompt (otherwise standard input)");
+    app.add_option("--model", model_dir, "a GGUF file, or a directory with config.json, model.safetensors, vocab.json, merges.txt");
+    auto* text_prompt = app.add_option("-p,--prompt", prompt, "the prompt (otherwise standard input)");
+    app.add_option("--prompt-ids", prompt_ids, "the prompt as token ids (1,2,3): generates ids, printed as JSON, without a tokenizer")
+        ->excludes(text_prompt);
     app.add_option("--max-new-tokens,-n", generation.max_new_tokens, "tokens to generate at most")
         ->check(whole_number<std::size_t>(0, most));
     app.add_option("--temperature", sampling.temperature, "0 = greedy")->check(real_number<float>(0, Bound::closed));
@@ -104,16 +194,29 @@ int main(int argc, char** argv) {
     }
     generation.prompt_special_tokens = allow_special ? tessera::SpecialTokens::allowed : tessera::SpecialTokens::as_text;
     try {
-        require_model_files(model_dir);
+        require_model_files(model_dir, !prompt_ids);
+        if (prompt_ids) {
+            const auto ids = parse_ids(*prompt_ids);
+            auto sampler = tessera::make_sampler(sampling);
+            const auto model = tessera::open_model_on(backend, model_dir, threads, weights, device);
+            model->use_kv_cache(kv_cache);
+            if (verbose) {
+                std::fprintf(stderr, "model: %s; seed %llu\n", model->description().c_str(),
+                             static_cast<unsigned long long>(sampler.rng().seed()));
+                print_kv_cache(*model);
+            }
+            return generate_ids(*model, ids, sampler, generation.max_new_tokens, json);
+        }
         const std::string text = prompt ? *prompt : tessera::cli::read_input("-");
         const auto tokenizer = tessera::open_tokenizer(model_dir);
         auto sampler = tessera::make_sampler(sampling);
-        const auto model = tessera::open_gpt2_on(backend, model_dir, threads, weights, device);
+        const auto model = tessera::open_model_on(backend, model_dir, threads, weights, device);
         model->use_kv_cache(kv_cache);
         if (verbose) {
             std::fprintf(stderr, "model: %s%s; seed %llu\n", model->description().c_str(),
                          backend == "cpu" ? (", " + std::to_string(threads) + " threads").c_str() : "",
                          static_cast<unsigned long long>(sampler.rng().seed()));
+            print_kv_cache(*model);
         }
         tessera::Generator generator(*model, tokenizer, sampler);
         const bool stream = !no_stream && !json;

@@ -28,7 +28,7 @@
 
 #include "command_line.hpp"
 
-#include <tessera/models/open_gpt2_on.hpp>
+#include <tessera/models/open_model.hpp>
 #include <tessera/models/kl_divergence.hpp>
 #include <tessera/models/model_files.hpp>
 #include <tessera/models/perplexity.hpp>
@@ -160,7 +160,7 @@ int main(int argc, char** argv) {
         } else {
             tokens = read_token_ids(tokens_file);
         }
-        const auto model = tessera::open_gpt2_on(backend, model_dir, threads, weights, device);
+        const auto model = tessera::open_model_on(backend, model_dir, threads, weights, device);
         model->use_kv_cache(kv_cache);
         if (tokenizer) tokenizer->check_vocab_size(model->vocabulary_size());  // ids must mean the same tokens
         std::optional<KlBase> kl_in;

@@ -304,6 +304,54 @@ TEST_CASE("causal_attention over bf16 keys and values is float attention over th
     }
 }
 
+// Grouped-query attention (H query heads over Hkv key/value heads) is multi-head attention with
+// each key/value head repeated for its H / Hkv query heads: the same arithmetic per head, so the
+// same bits, on every path (one query; a prompt on Eigen's products or the AVX-512 tiles, head_dim
+// 17 and 64; bf16 keys and values; several sequences in one call).
+TEST_CASE("grouped-query attention equals multi-head attention over repeated key/value heads", "[cpu][attention]") {
+    const std::size_t tk = GENERATE(5u, 70u);
+    const std::size_t tq = GENERATE_COPY(values<std::size_t>({1u, tk}));
+    const std::size_t dim = GENERATE(17u, 64u);
+    const std::size_t kv_heads = GENERATE(1u, 2u);
+    constexpr std::size_t heads = 6;
+    const std::size_t group = heads / kv_heads;
+    Cpu cpu(2);
+    Tensor<float, Extents<dyn, dyn, dyn>, Cpu> q(tq, heads, dim), k(tk, kv_heads, dim), v(tk, kv_heads, dim), k_all(tk, heads, dim),
+        v_all(tk, heads, dim), grouped(tq, heads, dim), full(tq, heads, dim);
+    fill(q, random_values(q.size(), 40, -2.0f, 2.0f));
+    fill(k, random_values(k.size(), 41, -2.0f, 2.0f));
+    fill(v, random_values(v.size(), 42));
+    for (std::size_t p = 0; p < tk; ++p)
+        for (std::size_t h = 0; h < heads; ++h)
+            for (std::size_t e = 0; e < dim; ++e) {
+                k_all.data()[(p * heads + h) * dim + e] = k.data()[(p * kv_heads + h / group) * dim + e];
+                v_all.data()[(p * heads + h) * dim + e] = v.data()[(p * kv_heads + h / group) * dim + e];
+            }
+    INFO("tq=" << tq << " tk=" << tk << " dim=" << dim << " kv_heads=" << kv_heads);
+    causal_attention(cpu, q, k, v, grouped);
+    causal_attention(cpu, q, k_all, v_all, full);
+    CHECK(std::equal(grouped.data(), grouped.data() + grouped.size(), full.data()));
+    Tensor<bf16, Extents<dyn, dyn, dyn>, Cpu> k16(tk, kv_heads, dim), v16(tk, kv_heads, dim), k16_all(tk, heads, dim),
+        v16_all(tk, heads, dim);
+    convert(k, k16);
+    convert(v, v16);
+    convert(k_all, k16_all);
+    convert(v_all, v16_all);
+    causal_attention(cpu, q, k16, v16, grouped);
+    causal_attention(cpu, q, k16_all, v16_all, full);
+    CHECK(std::equal(grouped.data(), grouped.data() + grouped.size(), full.data()));
+    const std::vector<AttentionOperands<Cpu, float>> each{
+        {input_operand<3, Cpu>(q), stored_operand<3, Cpu>(k), stored_operand<3, Cpu>(v), output_operand<3, Cpu>(grouped)},
+        {input_operand<3, Cpu>(q.view().rows(tq - 1, 1)), stored_operand<3, Cpu>(k), stored_operand<3, Cpu>(v),
+         output_operand<3, Cpu>(full.view().rows(0, 1))}};
+    causal_attention(cpu, std::span<const AttentionOperands<Cpu, float>>(each));
+    Tensor<float, Extents<dyn, dyn, dyn>, Cpu> alone(tq, heads, dim);
+    causal_attention(cpu, q, k_all, v_all, alone);
+    CHECK(std::equal(grouped.data(), grouped.data() + grouped.size(), alone.data()));
+    Tensor<float, Extents<dyn, dyn, dyn>, Cpu> odd(tk, 4, dim);
+    CHECK_THROWS_WITH(causal_attention(cpu, q, odd, odd, grouped), Catch::Contains("6 heads are not a whole number of groups over k's 4"));
+}
+
 TEST_CASE("causal_attention rejects more queries than keys and aliased k/v", "[cpu][attention]") {
     Cpu cpu(1);
     Tensor<float, Extents<dyn, 2, 4>, Cpu> q(5), k(4), v(4), out(5);

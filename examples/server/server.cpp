@@ -32,7 +32,7 @@
 #include "engine.hpp"
 #include "openai_api.hpp"
 
-#include <tessera/models/open_gpt2_on.hpp>
+#include <tessera/models/open_model.hpp>
 #include <tessera/models/open_tokenizer.hpp>
 
 // After Eigen (through tessera): httplib.h brings <resolv.h>, whose `_res` macro would rewrite
@@ -448,7 +448,7 @@ int main(int argc, char** argv) {
     int rc = 0;
     try {
         service.tokenizer = tessera::open_tokenizer(s.model_path);
-        service.model = tessera::open_gpt2_on("cpu", s.model_path, s.threads, s.weights);
+        service.model = tessera::open_model_on("cpu", s.model_path, s.threads, s.weights);
         service.model->use_kv_cache(s.kv_cache);
         tessera::BatchOptions batch;
         batch.sequences = s.parallel;

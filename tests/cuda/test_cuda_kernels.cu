@@ -13,6 +13,7 @@
 #include <vector>
 
 #include <tessera/backend/cuda/cuda.cuh>
+#include <tessera/nn/rotary_positions.hpp>
 #include <tessera/tessera.hpp>
 
 #include "../reference_kernels.hpp"
@@ -101,6 +102,33 @@ TEST_CASE("cuda causal attention matches the CPU, prefill and decode", "[cuda]")
     causal_attention(host_backend(), q.host, k.host, v.host, out.host);
     causal_attention(device_backend(), q.device, k.device, v.device, out.device);
     CHECK(nmse(to_host(device_backend(), out.device), to_host(out.host)) <= max_nmse);
+}
+
+// The Llama family's kernels: RMSNorm, the gated SiLU, rotary positions in both pairings, and
+// grouped-query attention (2 and 12 query heads per key/value head).
+TEST_CASE("cuda RMSNorm, gated SiLU, rotary positions and grouped-query attention match the CPU", "[cuda][llama]") {
+    const std::size_t rows = GENERATE(1u, 17u);
+    const std::size_t cols = GENERATE(64u, 769u);
+    Pair<dyn, dyn> x(25, rows, cols), y(26, rows, cols), out(27, rows, cols);
+    Pair<dyn> gamma(28, cols);
+    rms_norm(host_backend(), x.host, gamma.host, 1e-6f, out.host);
+    rms_norm(device_backend(), x.device, gamma.device, 1e-6f, out.device);
+    CHECK(nmse(to_host(device_backend(), out.device), to_host(out.host)) <= max_nmse);
+    silu_mul(host_backend(), x.host, y.host, out.host);
+    silu_mul(device_backend(), x.device, y.device, out.device);
+    CHECK(nmse(to_host(device_backend(), out.device), to_host(out.host)) <= max_nmse);
+    for (const RopePairing pairing : {RopePairing::adjacent, RopePairing::halves}) {
+        Pair<dyn, dyn, dyn> r(29, rows, 3, 64);
+        const std::vector<double> inv_freq = rotary_frequencies(64, {500000.0, pairing, {}});
+        rotary(host_backend(), r.host, 1000, inv_freq, pairing);
+        rotary(device_backend(), r.device, 1000, inv_freq, pairing);
+        CHECK(nmse(to_host(device_backend(), r.device), to_host(r.host)) <= max_nmse);
+    }
+    const std::size_t kv_heads = GENERATE(1u, 6u);
+    Pair<dyn, dyn, dyn> q(30, rows, 12, 64), k(31, 40, kv_heads, 64), v(32, 40, kv_heads, 64), att(33, rows, 12, 64);
+    causal_attention(host_backend(), q.host, k.host, v.host, att.host);
+    causal_attention(device_backend(), q.device, k.device, v.device, att.device);
+    CHECK(nmse(to_host(device_backend(), att.device), to_host(att.host)) <= max_nmse);
 }
 
 TEST_CASE("cuda attention in place (out = q) and over 256 head elements", "[cuda]") {

@@ -42,8 +42,9 @@ concept HasLayerNorm = requires(B& b, MatrixView<const float, B> x, VectorView<c
 template <class B>
 concept HasGelu = requires(B& b, VectorView<const float, B> x, VectorView<float, B> out) { b.gelu(x, out); };
 
-// Causal attention over heads: q(Tq,H,D), k and v (Tk,H,D), Tq <= Tk; query i sits at
-// position Tk - Tq + i and sees keys 0..that position; scores are scaled by 1/√D.
+// Causal attention over heads: q(Tq,H,D), k and v (Tk,Hkv,D), Tq <= Tk, Hkv dividing H (query
+// head h reads key/value head h / (H / Hkv)); query i sits at position Tk - Tq + i and sees
+// keys 0..that position; scores are scaled by 1/√D.
 template <class B>
 concept HasCausalAttention = requires(B& b, Tensor3View<const float, B> q, Tensor3View<const float, B> kv,
                                       Tensor3View<float, B> out) { b.causal_attention(q, kv, kv, out); };
@@ -113,6 +114,27 @@ concept HasTransfers = requires(B& b, const float* src, float* dst, std::size_t 
     b.download(src, dst, n);
     b.synchronize();
 };
+
+// Optional (Llama-family models need them):
+// each row of x(T,C) divided by its root mean square, then scaled: x / √(mean(x²) + eps) · gamma;
+template <class B>
+concept HasRmsNorm = requires(B& b, MatrixView<const float, B> x, VectorView<const float, B> gamma, float eps,
+                              MatrixView<float, B> out) { b.rms_norm(x, gamma, eps, out); };
+
+// how rotary positions pair a head's elements: (2i, 2i+1) as GGUF's llama rope, or (i, i + D/2)
+// as GPT-NeoX and Hugging Face;
+enum class RopePairing { adjacent, halves };
+
+// x(T,H,D) rotated in place, row r at position first + r, pair i by the angle position ·
+// inv_freq[i] (D/2 frequencies on the host);
+template <class B>
+concept HasRotary = requires(B& b, Tensor3View<float, B> x, std::size_t first, std::span<const double> inv_freq, RopePairing p) {
+    b.rotary(x, first, inv_freq, p);
+};
+
+// the gated SiLU: out = gate · σ(gate) · up, element-wise.
+template <class B>
+concept HasSiluMul = requires(B& b, VectorView<const float, B> x, VectorView<float, B> out) { b.silu_mul(x, x, out); };
 
 template <class B>
 concept Backend = StorageBackend<B> && HasTransfers<B> && HasGemm<B> && HasGemv<B> && HasAdd<B> && HasLayerNorm<B> &&

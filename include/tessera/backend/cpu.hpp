@@ -15,10 +15,11 @@
 #include <tessera/backend/cpu/argmax.hpp>          // argmax_row
 #include <tessera/backend/cpu/aligned_buffer.hpp>   // AlignedBuffer
 #include <tessera/backend/cpu/attention.hpp>        // causal_attention
-#include <tessera/backend/cpu/elementwise.hpp>      // add, gelu
+#include <tessera/backend/cpu/elementwise.hpp>      // add, gelu, silu_mul
 #include <tessera/backend/cpu/kernel_level.hpp>     // requested_kernel_level
 #include <tessera/backend/cpu/matrix_products.hpp>  // gemm, gemv
-#include <tessera/backend/cpu/normalization.hpp>    // layer_norm
+#include <tessera/backend/cpu/normalization.hpp>    // layer_norm, rms_norm
+#include <tessera/backend/cpu/rotary.hpp>           // rotary
 #include <tessera/backend/cpu/arranged_weights.hpp>  // arrange_weights: Q8_0, Q4_0, bf16, float
 #include <tessera/backend/cpu/thread_pool.hpp>      // ThreadPool
 #include <tessera/backend/cpu/weight_products.hpp>  // gemm_weights: bf16, Q8_0, Q4_0 weights
@@ -127,6 +128,15 @@ public:
     void gelu(VectorView<const float, Cpu> x, VectorView<float, Cpu> out) {
         cpu::gelu(*pool_, x.data(), out.data(), out.size());
     }
+    void rms_norm(MatrixView<const float, Cpu> x, VectorView<const float, Cpu> gamma, float eps, MatrixView<float, Cpu> out) {
+        cpu::rms_norm(*pool_, x.data(), gamma.data(), eps, out.data(), x.extent(0), x.extent(1));
+    }
+    void rotary(Tensor3View<float, Cpu> x, std::size_t first, std::span<const double> inv_freq, RopePairing pairing) {
+        cpu::rotary(*pool_, x.data(), x.extent(0), x.extent(1), x.extent(2), first, inv_freq.data(), pairing == RopePairing::halves);
+    }
+    void silu_mul(VectorView<const float, Cpu> gate, VectorView<const float, Cpu> up, VectorView<float, Cpu> out) {
+        cpu::silu_mul(*pool_, gate.data(), up.data(), out.data(), out.size());
+    }
     // Per-thread room for attention over heads of `head_dim`: score rows, a head's keys arranged
     // and, for `bf16` keys and values, room to widen them; GPT2 reserves the whole context
     // before each step.
@@ -144,7 +154,7 @@ public:
         const std::size_t tk = k.extent(0);
         reserve_attention(q.extent(0), tk, q.extent(2), std::is_same_v<KV, bf16>);  // a no-op when the caller reserved
         cpu::causal_attention(*pool_, scratch_, q.data(), k.data(), v.data(), out.data(), q.extent(0), tk, q.extent(1),
-                              q.extent(2));
+                              k.extent(1), q.extent(2));
     }
 
     // Several sequences at once (a batched step): see cpu::causal_attention_each. The list of
@@ -163,7 +173,7 @@ public:
         if (each.empty()) return;
         reserve_attention(most_q, most_k, each[0].q.extent(2), std::is_same_v<KV, bf16>);  // a no-op when the caller reserved
         cpu::causal_attention_each(*pool_, scratch_, std::span<const cpu::AttentionSequence<KV>>(list), each[0].q.extent(1),
-                                   each[0].q.extent(2));
+                                   each[0].k.extent(1), each[0].q.extent(2));
     }
 
     void gather_rows(MatrixView<const float, Cpu> table, std::span<const std::int32_t> ids, MatrixView<float, Cpu> out) {

@@ -19,6 +19,7 @@ struct GPT2Shape {
     std::size_t vocab_size = 0;  // tokens V, e.g. 50257
     std::size_t n_inner = 0;     // FFN width, 4 * n_embd in every published GPT-2
     std::size_t head_dim() const noexcept { return n_head ? n_embd / n_head : 0; }
+    std::size_t kv_width() const noexcept { return n_embd; }  // one position's keys: every head's
     // The number of weights (the LM head tied to the token embedding), in double: a shape read
     // from a file may imply more than a size_t holds.
     double parameters() const noexcept {

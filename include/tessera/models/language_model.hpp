@@ -97,6 +97,8 @@ public:
     // (GPT2::use_kv_cache: throws ArgumentError where the backend keeps f32 only).
     virtual void use_kv_cache(KvPrecision kv) = 0;
     virtual KvPrecision kv_cache() const = 0;
+    // Bytes of the keys and values of its own sequence, for the whole context.
+    virtual std::size_t kv_bytes() const = 0;
 };
 
 // The interface over a concrete model M, owning it and, in keep_alive, what it must not outlive
@@ -125,6 +127,7 @@ public:
     std::string_view weight_format() const override { return WeightFormat<typename M::weight_type>::name; }
     void use_kv_cache(KvPrecision kv) override { model_->use_kv_cache(kv); }
     KvPrecision kv_cache() const override { return model_->kv_cache(); }
+    std::size_t kv_bytes() const override { return model_->kv_bytes(); }
 
 private:
     std::shared_ptr<void> keep_alive_;  // declared first: destroyed after the model

@@ -4,6 +4,7 @@
 // with its scratch tensors (BlockScratch) owned by the caller and shared by all blocks.
 #include <cstddef>  // std::size_t
 #include <span>     // std::span
+#include <type_traits>  // std::remove_reference_t
 
 #include <tessera/core/tensor.hpp>         // Tensor
 #include <tessera/nn/attention.hpp>        // CausalSelfAttention
@@ -16,36 +17,44 @@
 namespace tessera {
 
 // Activations of one block for up to `capacity` rows; grows (prefill only), never shrinks. The
-// keys and values of a step over several sequences, or into a bf16 cache (before they go to
-// each one's cache), exist only once such a step was reserved: a single sequence with an f32
-// cache gets them written straight into its cache.
+// queries and attention outputs are q_width wide (heads x head_dim: C in GPT-2), the keys and
+// values kv_width (fewer heads under grouped-query attention); `gated` adds a second
+// feed-forward buffer (a gated MLP's gate). The keys and values of a step over several
+// sequences, or into a bf16 cache (before they go to each one's cache), exist only once such a
+// step was reserved: a single sequence with an f32 cache gets them written straight into its
+// cache.
 template <std::size_t C, std::size_t Inner, class B>
 struct BlockScratch {
-    Tensor<float, Extents<dyn, C>, B> normed, q, att, delta;  // (cap, C)
-    Tensor<float, Extents<dyn, Inner>, B> hidden;             // (cap, Inner)
-    Tensor<float, Extents<dyn, C>, B> keys, values;           // (cap, C) or empty
+    Tensor<float, Extents<dyn, C>, B> normed, delta;          // (cap, C)
+    Tensor<float, Extents<dyn, C>, B> q, att;                 // (cap, q_width)
+    Tensor<float, Extents<dyn, Inner>, B> hidden, gate;       // (cap, Inner); gate: empty unless gated
+    Tensor<float, Extents<dyn, C>, B> keys, values;           // (cap, kv_width) or empty
 
-    BlockScratch(std::size_t c, std::size_t inner)
-        : normed(0, c), q(0, c), att(0, c), delta(0, c), hidden(0, inner), keys(0, c), values(0, c) {}
+    BlockScratch(std::size_t c, std::size_t inner, std::size_t q_width = 0, std::size_t kv_width = 0, bool gated = false)
+        : normed(0, c), delta(0, c), q(0, q_width ? q_width : c), att(0, q_width ? q_width : c), hidden(0, inner),
+          gate(0, inner), keys(0, kv_width ? kv_width : c), values(0, kv_width ? kv_width : c), gated_(gated) {}
 
     std::size_t capacity() const noexcept { return normed.extent(0); }
 
     // Room for t rows; `staged_keys`: also for the keys and values of a step over more than
     // one sequence, or into a bf16 cache.
     void reserve(std::size_t t, bool staged_keys = false) {
-        const std::size_t c = normed.extent(1), inner = hidden.extent(1);
+        const auto grow = [](auto& tensor, std::size_t rows) {
+            if (tensor.extent(0) < rows) tensor = std::remove_reference_t<decltype(tensor)>(rows, tensor.extent(1));
+        };
         if (t > capacity()) {
-            normed = decltype(normed)(t, c);
-            q = decltype(q)(t, c);
-            att = decltype(att)(t, c);
-            delta = decltype(delta)(t, c);
-            hidden = decltype(hidden)(t, inner);
+            for (auto* m : {&normed, &delta, &q, &att}) grow(*m, t);
+            grow(hidden, t);
+            if (gated_) grow(gate, t);
         }
-        if (staged_keys && keys.extent(0) < capacity()) {
-            keys = decltype(keys)(capacity(), c);
-            values = decltype(values)(capacity(), c);
+        if (staged_keys) {
+            grow(keys, capacity());
+            grow(values, capacity());
         }
     }
+
+private:
+    bool gated_;
 };
 
 // W: how the four projections store their weights (float, bf16, Q8_0, Q4_0).

@@ -28,11 +28,12 @@ struct Linear {
     // (Out, In / block); on a backend that ArrangesWeights in its own order once loaded, so
     // read it only through operator().
     Tensor<W, Extents<Out, stored_in>, B> weight;
-    Tensor<float, Extents<Out>, B> bias;  // (Out)
+    Tensor<float, Extents<Out>, B> bias;  // (Out), or empty: no bias
     // The backend's packed copy (empty until prepare_batches) or what arranging did (load).
     [[no_unique_address]] typename detail::KeptLayoutOf<B, W, ArrangesWeights<B, W>>::type packed{};
 
-    Linear(std::size_t in, std::size_t out) : weight(out, whole_blocks<W>(in, "Linear")), bias(out) {}
+    // `biased` false: y = x · Wᵀ, and no bias is read (Llama's projections).
+    Linear(std::size_t in, std::size_t out, bool biased = true) : weight(out, whole_blocks<W>(in, "Linear")), bias(biased ? out : 0) {}
     Linear()
         requires(In != dyn && Out != dyn)
         : Linear(In, Out) {}
@@ -45,8 +46,10 @@ struct Linear {
     void load(const WeightSource<B>& src, const std::string& name, std::size_t total = 0, std::size_t first = 0) {
         if (total == 0) total = out_features();
         src.linear_into(name + ".weight", total, first, weight);
-        const std::vector<float> b = src.vector(name + ".bias", total);
-        copy_from_host(src.backend, std::span<const float>(b.data() + first, out_features()), bias);
+        if (bias.size() != 0) {
+            const std::vector<float> b = src.vector(name + ".bias", total);
+            copy_from_host(src.backend, std::span<const float>(b.data() + first, out_features()), bias);
+        }
         if constexpr (ArrangesWeights<B, W>) {
             packed = src.backend.arrange_weights(MatrixView<W, B>(weight.data(), DynExtents<2>(weight.extent(0), weight.extent(1))));
         }

@@ -15,7 +15,10 @@ template <class QV, class KV, class OV>
 void check_attention_operands(const QV& qv, const KV& kv, const KV& vv, const OV& ov) {
     check_same_shape(vv.extents(), kv.extents(), "causal_attention", "v's shape", "k's shape");
     check_same_shape(ov.extents(), qv.extents(), "causal_attention", "out's shape", "q's shape");
-    check_dim(qv.extent(1), kv.extent(1), "causal_attention", "q's head count", "k's head count");
+    if (kv.extent(1) == 0 || qv.extent(1) % kv.extent(1) != 0) {
+        throw ShapeError("causal_attention: q's " + std::to_string(qv.extent(1)) + " heads are not a whole number of groups over k's " +
+                         std::to_string(kv.extent(1)) + " heads");
+    }
     check_dim(qv.extent(2), kv.extent(2), "causal_attention", "q's head_dim", "k's head_dim");
     if (qv.extent(0) > kv.extent(0)) {
         throw ShapeError("causal_attention: " + std::to_string(qv.extent(0)) + " queries but only " +
@@ -29,8 +32,10 @@ void check_attention_operands(const QV& qv, const KV& kv, const KV& vv, const OV
 }
 }  // namespace detail
 
-// out(Tq,H,D) = softmax(q·kᵀ/√D, causal) · v with k, v (Tk,H,D) and Tq <= Tk: the queries are
-// the last Tq positions (prefill: Tq = Tk; decoding with a KV cache: Tq = 1). out may be q.
+// out(Tq,H,D) = softmax(q·kᵀ/√D, causal) · v with k, v (Tk,Hkv,D) and Tq <= Tk: the queries are
+// the last Tq positions (prefill: Tq = Tk; decoding with a KV cache: Tq = 1). Hkv divides H:
+// query heads [g·H/Hkv, (g+1)·H/Hkv) share key/value head g (grouped-query attention; Hkv = H
+// is multi-head, Hkv = 1 multi-query). out may be q.
 // k and v are float, or bf16 (a bf16 KV cache) on a backend with HasBf16Attention.
 template <Backend B, TensorLike Q, TensorLike K, TensorLike V, TensorLike Out>
 void causal_attention(B& backend, const Q& q, const K& k, const V& v, Out&& out) {
@@ -39,8 +44,7 @@ void causal_attention(B& backend, const Q& q, const K& k, const V& v, Out&& out)
     using KV = value_type_of_t<K>;
     static_assert(EQ::rank() == 3 && EK::rank() == 3 && extents_of_t<V>::rank() == 3,
                   "causal_attention: q, k, v and out must be (positions, heads, head_dim) tensors.");
-    static_assert(dims_may_match<EQ, 1, EK, 1> && dims_may_match<EQ, 2, EK, 2>,
-                  "causal_attention: q and k must have the same heads and head_dim.");
+    static_assert(dims_may_match<EQ, 2, EK, 2>, "causal_attention: q and k must have the same head_dim.");
     static_assert(extents_may_match<EK, extents_of_t<V>>, "causal_attention: k and v must have the same shape.");
     static_assert(extents_may_match<EQ, extents_of_t<Out>>, "causal_attention: out must have q's shape.");
     static_assert(std::is_same_v<KV, value_type_of_t<V>>, "causal_attention: k and v must have the same element type.");

@@ -44,4 +44,16 @@ void gelu(B& backend, const X& x, Out&& out) {
     backend.gelu(input_operand<1, B>(detail::flat_view(x)), output_operand<1, B>(out.view().flat()));
 }
 
+// out = gate · σ(gate) · up (the gated SiLU of Llama's feed-forward).
+template <Backend B, TensorLike G, TensorLike U, TensorLike Out>
+    requires HasSiluMul<B>
+void silu_mul(B& backend, const G& gate, const U& up, Out&& out) {
+    static_assert(extents_may_match<extents_of_t<G>, extents_of_t<U>> && extents_may_match<extents_of_t<G>, extents_of_t<Out>>,
+                  "silu_mul: gate, up and out must have the same rank and sizes.");
+    check_same_shape(gate.extents(), up.extents(), "silu_mul", "gate's shape", "up's shape");
+    check_same_shape(gate.extents(), out.extents(), "silu_mul", "gate's shape", "out's shape");
+    backend.silu_mul(input_operand<1, B>(detail::flat_view(gate)), input_operand<1, B>(detail::flat_view(up)),
+                     output_operand<1, B>(out.view().flat()));
+}
+
 }  // namespace tessera

@@ -1,5 +1,5 @@
 #pragma once
-// Row-wise ops: LayerNorm over the last dimension of a matrix.
+// Row-wise ops: LayerNorm and RMSNorm over the last dimension of a matrix.
 #include <tessera/backend/backend.hpp>  // Backend
 #include <tessera/core/error.hpp>       // ArgumentError
 #include <tessera/core/extents.hpp>     // dims_may_match, check_dim
@@ -26,6 +26,24 @@ void layer_norm(B& backend, const X& x, const G& gamma, const Be& beta, float ep
     check_dim(ov.extent(1), xv.extent(1), "layer_norm", "out's column count", "x's column count");
     if (!(eps > 0.0f)) throw ArgumentError("layer_norm: eps must be positive, got " + std::to_string(eps));
     backend.layer_norm(xv, gv, bv, eps, ov);
+}
+
+// out(T,C) = x / √(mean(x²) + eps) · gamma(C), row by row (RMSNorm); eps > 0. out may be x.
+template <Backend B, TensorLike X, TensorLike G, TensorLike Out>
+    requires HasRmsNorm<B>
+void rms_norm(B& backend, const X& x, const G& gamma, float eps, Out&& out) {
+    using EX = extents_of_t<X>;
+    static_assert(EX::rank() == 2 && extents_of_t<G>::rank() == 1, "rms_norm: x must be a matrix (rows, channels) and gamma a vector.");
+    static_assert(dims_may_match<extents_of_t<G>, 0, EX, 1>, "rms_norm: gamma must have one value per channel (x's columns).");
+    static_assert(extents_may_match<EX, extents_of_t<Out>>, "rms_norm: out must have x's shape.");
+    const auto xv = input_operand<2, B>(x);
+    const auto gv = input_operand<1, B>(gamma);
+    const auto ov = output_operand<2, B>(out);
+    check_dim(gv.extent(0), xv.extent(1), "rms_norm", "gamma's length", "x's column count");
+    check_dim(ov.extent(0), xv.extent(0), "rms_norm", "out's row count", "x's row count");
+    check_dim(ov.extent(1), xv.extent(1), "rms_norm", "out's column count", "x's column count");
+    if (!(eps > 0.0f)) throw ArgumentError("rms_norm: eps must be positive, got " + std::to_string(eps));
+    backend.rms_norm(xv, gv, eps, ov);
 }
 
 }  // namespace tessera

@@ -86,6 +86,10 @@ void prefetch_head_rows(const KV* t, std::size_t first, std::size_t n, std::size
     }
 }
 
+// The key/value head that query head h reads: heads / kv_heads query heads share each one
+// (grouped-query attention; kv_heads == heads is multi-head attention).
+inline std::size_t kv_head_of(std::size_t h, std::size_t heads, std::size_t kv_heads) noexcept { return h / (heads / kv_heads); }
+
 // Query i (at position tk - tq + i) of head h over keys 0..its position: the per-query path.
 // Scores and output are matrix-vector products over chunks of the head's visible keys and
 // values (Eigen's gemv keeps several rows in flight; a dot product per key spent its time on
@@ -93,20 +97,21 @@ void prefetch_head_rows(const KV* t, std::size_t first, std::size_t n, std::size
 // (bf16 keys and values widened).
 template <class KV>
 void attend_one(const float* q, const KV* k, const KV* v, float* out, std::size_t tq, std::size_t tk, std::size_t heads,
-                std::size_t dim, std::size_t i, std::size_t h, float* scores, float* widen) {
+                std::size_t kv_heads, std::size_t dim, std::size_t i, std::size_t h, float* scores, float* widen) {
     constexpr std::size_t chunk = attention_key_chunk;
     const auto d = static_cast<Eigen::Index>(dim);
     const auto index = [](std::size_t n) { return static_cast<Eigen::Index>(n); };
     const float scale = 1.0f / std::sqrt(static_cast<float>(dim));
     const std::size_t row = heads * dim;  // stride between positions
     const std::size_t visible = tk - tq + i + 1;
+    const std::size_t g = kv_head_of(h, heads, kv_heads);
     const ConstVectorMap qi(q + i * row + h * dim, d);
     VectorMap s(scores, index(visible));
-    prefetch_head_rows(k, 0, chunk, visible, heads, dim, h);
+    prefetch_head_rows(k, 0, chunk, visible, kv_heads, dim, g);
     for (std::size_t j = 0; j < visible; j += chunk) {
         const std::size_t n = std::min(chunk, visible - j);
-        prefetch_head_rows(k, j + chunk, chunk, visible, heads, dim, h);
-        s.segment(index(j), index(n)).noalias() = head_rows(k, j, n, heads, dim, h, widen) * qi;
+        prefetch_head_rows(k, j + chunk, chunk, visible, kv_heads, dim, g);
+        s.segment(index(j), index(n)).noalias() = head_rows(k, j, n, kv_heads, dim, g, widen) * qi;
     }
     ArrayMap p(scores, index(visible));
     p = (p - p.maxCoeff()) * scale;
@@ -114,11 +119,11 @@ void attend_one(const float* q, const KV* k, const KV* v, float* out, std::size_
     const float inv_sum = 1.0f / p.sum();
     VectorMap o(out + i * row + h * dim, d);
     o.setZero();
-    prefetch_head_rows(v, 0, chunk, visible, heads, dim, h);
+    prefetch_head_rows(v, 0, chunk, visible, kv_heads, dim, g);
     for (std::size_t j = 0; j < visible; j += chunk) {
         const std::size_t n = std::min(chunk, visible - j);
-        prefetch_head_rows(v, j + chunk, chunk, visible, heads, dim, h);
-        o.noalias() += head_rows(v, j, n, heads, dim, h, widen).transpose() * s.segment(index(j), index(n));
+        prefetch_head_rows(v, j + chunk, chunk, visible, kv_heads, dim, g);
+        o.noalias() += head_rows(v, j, n, kv_heads, dim, g, widen).transpose() * s.segment(index(j), index(n));
     }
     o *= inv_sum;
 }
@@ -161,7 +166,7 @@ void arrange_head_keys(const KV* k, std::size_t tk, std::size_t heads, std::size
 // scores and output have the same bits in any block.
 template <class KV>
 void attend_blocks_on_tiles(ThreadPool& pool, std::span<AlignedBuffer<float>> scratch, const float* q, const KV* k, const KV* v,
-                            float* out, std::size_t tq, std::size_t tk, std::size_t heads, std::size_t dim) {
+                            float* out, std::size_t tq, std::size_t tk, std::size_t heads, std::size_t kv_heads, std::size_t dim) {
     const float scale = 1.0f / std::sqrt(static_cast<float>(dim));
     const std::size_t row = heads * dim;  // stride between positions
     const std::size_t keys_at = aligned_floats(attention_score_floats(tq, tk, dim));
@@ -170,8 +175,9 @@ void attend_blocks_on_tiles(ThreadPool& pool, std::span<AlignedBuffer<float>> sc
         float* const scores = scratch[thread].data();
         float* const keys_arranged = scores + keys_at;
         for (std::size_t h = begin; h < end; ++h) {
-            arrange_head_keys(k, tk, heads, dim, h, keys_arranged);
-            const ConstMatrixMap vh = head_rows(v, 0, tk, heads, dim, h, scores + values_at);  // (bf16: widened)
+            const std::size_t g = kv_head_of(h, heads, kv_heads);
+            arrange_head_keys(k, tk, kv_heads, dim, g, keys_arranged);
+            const ConstMatrixMap vh = head_rows(v, 0, tk, kv_heads, dim, g, scores + values_at);  // (bf16: widened)
             const avx512::FloatColumns values{vh.data(), 1, static_cast<std::size_t>(vh.outerStride())};
             for (std::size_t first = 0; first < tq; first += attention_query_block) {
                 const std::size_t rows = std::min(attention_query_block, tq - first), keys = tk - tq + first + rows;
@@ -186,8 +192,9 @@ void attend_blocks_on_tiles(ThreadPool& pool, std::span<AlignedBuffer<float>> sc
 }
 #endif
 
-// q(tq, heads, dim), k and v (tk, heads, dim), out(tq, heads, dim); query i is at position
-// tk - tq + i and attends keys 0..that position. k and v are float, or bf16 (widened to float
+// q(tq, heads, dim), k and v (tk, kv_heads, dim), out(tq, heads, dim); query i is at position
+// tk - tq + i and attends keys 0..that position; query head h reads key/value head
+// kv_head_of(h) (kv_heads divides heads). k and v are float, or bf16 (widened to float
 // in the scratch). `scratch` holds attention_scratch_floats per thread (for bf16: the widened
 // rows after the scores), sized by the caller so that this kernel never allocates, and aligned alike:
 // Eigen's sums peel to an alignment, so rows at differently aligned addresses would be summed
@@ -196,12 +203,12 @@ void attend_blocks_on_tiles(ThreadPool& pool, std::span<AlignedBuffer<float>> sc
 template <class KV>
 [[gnu::noinline]] void causal_attention(ThreadPool& pool, std::span<AlignedBuffer<float>> scratch, const float* q, const KV* k,
                                         const KV* v, float* out, std::size_t tq, std::size_t tk, std::size_t heads,
-                                        std::size_t dim) {
+                                        std::size_t kv_heads, std::size_t dim) {
     const float scale = 1.0f / std::sqrt(static_cast<float>(dim));
     const std::size_t row = heads * dim;  // stride between positions
 #if TESSERA_HAS_AVX512_KERNELS
     if (tq >= attention_block_queries && attention_on_tiles(dim)) {
-        return attend_blocks_on_tiles(pool, scratch, q, k, v, out, tq, tk, heads, dim);
+        return attend_blocks_on_tiles(pool, scratch, q, k, v, out, tq, tk, heads, kv_heads, dim);
     }
 #endif
     const std::size_t widen_at = aligned_floats(attention_score_floats(tq, tk, dim));
@@ -214,8 +221,9 @@ template <class KV>
         pool.parallel_for(heads, 1, [&](std::size_t begin, std::size_t end, unsigned thread) {
             float* widen = scratch[thread].data() + widen_at;
             for (std::size_t h = begin; h < end; ++h) {
-                const ConstMatrixMap kh = head_rows(k, 0, tk, heads, dim, h, widen);
-                const ConstMatrixMap vh = head_rows(v, 0, tk, heads, dim, h, widen + tk * dim);
+                const std::size_t g = kv_head_of(h, heads, kv_heads);
+                const ConstMatrixMap kh = head_rows(k, 0, tk, kv_heads, dim, g, widen);
+                const ConstMatrixMap vh = head_rows(v, 0, tk, kv_heads, dim, g, widen + tk * dim);
                 for (std::size_t first = 0; first < tq; first += attention_query_block) {
                     const std::size_t rows = std::min(attention_query_block, tq - first), keys = tk - tq + first + rows;
                     const auto seen = static_cast<Eigen::Index>(keys);
@@ -230,7 +238,7 @@ template <class KV>
     }
     pool.parallel_for(tq * heads, 1, [&](std::size_t begin, std::size_t end, unsigned thread) {
         for (std::size_t task = begin; task < end; ++task) {
-            attend_one(q, k, v, out, tq, tk, heads, dim, task / heads, task % heads, scratch[thread].data(),
+            attend_one(q, k, v, out, tq, tk, heads, kv_heads, dim, task / heads, task % heads, scratch[thread].data(),
                        scratch[thread].data() + widen_at);
         }
     });
@@ -252,10 +260,10 @@ struct AttentionSequence {
 // `scratch` as causal_attention's, for the longest sequence.
 template <class KV>
 void causal_attention_each(ThreadPool& pool, std::span<AlignedBuffer<float>> scratch,
-                           std::span<const AttentionSequence<KV>> each, std::size_t heads, std::size_t dim) {
+                           std::span<const AttentionSequence<KV>> each, std::size_t heads, std::size_t kv_heads, std::size_t dim) {
     const bool one_query_each = std::all_of(each.begin(), each.end(), [](const AttentionSequence<KV>& s) { return s.tq == 1; });
     if (!one_query_each) {
-        for (const AttentionSequence<KV>& s : each) causal_attention(pool, scratch, s.q, s.k, s.v, s.out, s.tq, s.tk, heads, dim);
+        for (const AttentionSequence<KV>& s : each) causal_attention(pool, scratch, s.q, s.k, s.v, s.out, s.tq, s.tk, heads, kv_heads, dim);
         return;
     }
     std::size_t most_k = 0;
@@ -264,7 +272,7 @@ void causal_attention_each(ThreadPool& pool, std::span<AlignedBuffer<float>> scr
     pool.parallel_for(each.size() * heads, 1, [&](std::size_t begin, std::size_t end, unsigned thread) {
         for (std::size_t task = begin; task < end; ++task) {
             const AttentionSequence<KV>& s = each[task / heads];
-            attend_one(s.q, s.k, s.v, s.out, 1, s.tk, heads, dim, 0, task % heads, scratch[thread].data(),
+            attend_one(s.q, s.k, s.v, s.out, 1, s.tk, heads, kv_heads, dim, 0, task % heads, scratch[thread].data(),
                        scratch[thread].data() + widen_at);
         }
     });

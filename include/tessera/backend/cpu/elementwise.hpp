@@ -27,4 +27,13 @@ inline constexpr std::size_t elementwise_grain = 16384;
     });
 }
 
+// The gated SiLU of Llama's feed-forward: out = gate · σ(gate) · up. out may be gate or up.
+[[gnu::noinline]] inline void silu_mul(ThreadPool& pool, const float* gate, const float* up, float* out, std::size_t n) {
+    pool.parallel_for(n, elementwise_grain, [&](std::size_t begin, std::size_t end) {
+        const auto len = static_cast<Eigen::Index>(end - begin);
+        const ConstArrayMap g(gate + begin, len);
+        ArrayMap(out + begin, len) = g / (1.0f + (-g).exp()) * ConstArrayMap(up + begin, len);
+    });
+}
+
 }  // namespace tessera::cpu

@@ -1,5 +1,5 @@
 #pragma once
-// Row-wise kernels on the host: LayerNorm, one row per task.
+// Row-wise kernels on the host: LayerNorm and RMSNorm, one row per task.
 #include <cmath>       // std::sqrt
 
 #include <tessera/backend/cpu/eigen_maps.hpp>   // ArrayMap, ConstArrayMap
@@ -24,6 +24,20 @@ namespace tessera::cpu {
             const float var = (v - mean).square().mean();
             const float inv_std = 1.0f / std::sqrt(var + eps);
             ArrayMap(out + r * cols, c) = (v - mean) * inv_std * g + b;
+        }
+    });
+}
+
+// Each row of x(rows, cols): x / √(mean(x²) + eps) · gamma (RMSNorm, as Llama's). out may be x.
+[[gnu::noinline]] inline void rms_norm(ThreadPool& pool, const float* x, const float* gamma, float eps, float* out, std::size_t rows,
+                                       std::size_t cols) {
+    const auto c = static_cast<Eigen::Index>(cols);
+    const ConstArrayMap g(gamma, c);
+    pool.parallel_for(rows, 1, [&](std::size_t begin, std::size_t end) {
+        for (std::size_t r = begin; r < end; ++r) {
+            const ConstArrayMap v(x + r * cols, c);
+            const float inv_rms = 1.0f / std::sqrt(v.square().mean() + eps);
+            ArrayMap(out + r * cols, c) = v * inv_rms * g;
         }
     });
 }

@@ -16,17 +16,20 @@ namespace tessera::gpu {
 inline constexpr int attention_max_warps = 32;
 
 // Grid: (heads, tq); blockDim.x a multiple of 32, at most 1024. q(tq,heads,dim),
-// k/v(tk,heads,dim), dim <= 32 * PerLane. `out` may be q: each block reads its query row
+// k/v(tk,kv_heads,dim) (query head h reads key/value head h / (heads / kv_heads)),
+// dim <= 32 * PerLane. `out` may be q: each block reads its query row
 // into registers before anything is written.
 template <int PerLane>
 __global__ void __launch_bounds__(1024) causal_attention_kernel(const float* q, const float* k, const float* v,
                                                                  float* out, std::size_t tq, std::size_t tk,
-                                                                 std::size_t heads, std::size_t dim, float scale) {
+                                                                 std::size_t heads, std::size_t kv_heads, std::size_t dim,
+                                                                 float scale) {
     __shared__ float warp_max[attention_max_warps], warp_sum[attention_max_warps];
     __shared__ float warp_acc[attention_max_warps][PerLane * warp_size];
     const std::size_t h = blockIdx.x;
     const std::size_t i = blockIdx.y;
-    const std::size_t row = heads * dim;
+    const std::size_t row = heads * dim, kv_row = kv_heads * dim;
+    const std::size_t g = h / (heads / kv_heads);  // the key/value head
     const std::size_t last = tk - tq + i;  // the query's own position: it sees keys 0..last
     const int lane = static_cast<int>(threadIdx.x) % warp_size;
     const int warp = static_cast<int>(threadIdx.x) / warp_size;
@@ -43,8 +46,8 @@ __global__ void __launch_bounds__(1024) causal_attention_kernel(const float* q, 
     }
     float m = -INFINITY, l = 0.0f;
     for (std::size_t j = static_cast<std::size_t>(warp); j <= last; j += static_cast<std::size_t>(warps)) {
-        const float* kj = k + j * row + h * dim;
-        const float* vj = v + j * row + h * dim;
+        const float* kj = k + j * kv_row + g * dim;
+        const float* vj = v + j * kv_row + g * dim;
         float dot = 0.0f;
 #pragma unroll
         for (int r = 0; r < PerLane; ++r) {

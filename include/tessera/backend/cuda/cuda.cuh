@@ -21,17 +21,18 @@
 #include <string>          // std::to_string
 #include <utility>         // std::exchange
 
+#include <tessera/backend/backend.hpp>               // RopePairing
 #include <tessera/backend/cuda.hpp>                  // Cuda (declaration)
 #include <tessera/backend/cuda/activation.cuh>       // Activation
 #include <tessera/backend/cuda/argmax.cuh>           // argmax_rows_kernel
 #include <tessera/backend/cuda/attention.cuh>        // causal_attention_kernel
 #include <tessera/backend/cuda/check.cuh>            // check, check_launch
 #include <tessera/backend/cuda/device_buffer.cuh>    // DeviceBuffer
-#include <tessera/backend/cuda/elementwise.cuh>      // add_kernel, gelu_kernel, gather_rows_kernel
+#include <tessera/backend/cuda/elementwise.cuh>      // add_kernel, gelu_kernel, silu_mul_kernel, rotary_kernel, gather_rows_kernel
 #include <tessera/backend/cuda/graph.cuh>            // GraphRunner
 #include <tessera/backend/cuda/matrix_products.cuh>  // skinny_gemm_kernel, add_bias_rows_kernel
 #include <tessera/backend/cuda/pinned_buffer.cuh>    // PinnedBuffer
-#include <tessera/backend/cuda/row_kernels.cuh>      // layer_norm_kernel
+#include <tessera/backend/cuda/row_kernels.cuh>      // layer_norm_kernel, rms_norm_kernel
 #include <tessera/core/error.hpp>                  // BackendError
 #include <tessera/core/tensor_view.hpp>            // MatrixView, VectorView, Tensor3View
 
@@ -173,6 +174,36 @@ public:
         gpu::check_launch("gelu_kernel");
     }
 
+    void silu_mul(VectorView<const float, Cuda> gate, VectorView<const float, Cuda> up, VectorView<float, Cuda> out) {
+        if (out.size() == 0) return;
+        const auto on = activate();
+        gpu::silu_mul_kernel<<<gpu::elementwise_blocks(out.size()), gpu::elementwise_threads, 0, stream_>>>(gate.data(), up.data(),
+                                                                                                        out.data(), out.size());
+        gpu::check_launch("silu_mul_kernel");
+    }
+
+    void rms_norm(MatrixView<const float, Cuda> x, VectorView<const float, Cuda> gamma, float eps, MatrixView<float, Cuda> out) {
+        const auto on = activate();
+        if (x.extent(0) == 0) return;
+        gpu::rms_norm_kernel<<<static_cast<unsigned>(x.extent(0)), gpu::row_block_threads, 0, stream_>>>(x.data(), gamma.data(), eps,
+                                                                                                     out.data(), x.extent(1));
+        gpu::check_launch("rms_norm_kernel");
+    }
+
+    void rotary(Tensor3View<float, Cuda> x, std::size_t first, std::span<const double> inv_freq, RopePairing pairing) {
+        if (x.extent(0) == 0) return;
+        if (inv_freq.size() > gpu::rotary_max_pairs) {
+            throw BackendError("Cuda::rotary: heads of " + std::to_string(x.extent(2)) + " are over the " +
+                               std::to_string(2 * gpu::rotary_max_pairs) + " supported");
+        }
+        const auto on = activate();
+        gpu::RotaryFrequencies f{};
+        std::copy(inv_freq.begin(), inv_freq.end(), f.inv_freq);
+        gpu::rotary_kernel<<<static_cast<unsigned>(x.extent(0)), 64, 0, stream_>>>(x.data(), x.extent(1), x.extent(2), first, f,
+                                                                                  pairing == RopePairing::halves);
+        gpu::check_launch("rotary_kernel");
+    }
+
     // Each row's greedy token (HasArgmaxRows): one kernel, then the ids (4 bytes a row) through
     // pinned memory; waits for them.
     void argmax_rows(MatrixView<const float, Cuda> x, std::span<std::int32_t> out) {
@@ -209,7 +240,7 @@ public:
         const unsigned threads = (tq * heads >= 1024 ? 4 : gpu::attention_max_warps) * gpu::warp_size;
         const float scale = 1.0f / std::sqrt(static_cast<float>(dim));
         const auto launch = [&](auto kernel) {
-            kernel<<<grid, threads, 0, stream_>>>(q.data(), k.data(), v.data(), out.data(), tq, tk, heads, dim, scale);
+            kernel<<<grid, threads, 0, stream_>>>(q.data(), k.data(), v.data(), out.data(), tq, tk, heads, k.extent(1), dim, scale);
             gpu::check_launch("causal_attention_kernel");
         };
         if (dim <= 32) launch(gpu::causal_attention_kernel<1>);

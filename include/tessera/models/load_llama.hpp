@@ -1,0 +1,100 @@
+#pragma once
+// From a Llama-family GGUF file or Hugging Face directory (config.json + model.safetensors) to
+// a Llama model: LlamaFiles opens and checks them; open_llama(backend, path) returns the model
+// as a LanguageModel with its matrices in the format the file stores them (f32 for
+// safetensors, whose F16/BF16 load as float) or the one asked for.
+#include <filesystem>  // std::filesystem::path
+#include <memory>      // std::unique_ptr, std::make_unique, std::shared_ptr
+#include <optional>    // std::optional
+#include <string>      // std::string
+#include <vector>      // std::vector
+
+#include <tessera/backend/backend.hpp>           // RunsWeightsAs
+#include <tessera/core/error.hpp>                // FormatError, ArgumentError
+#include <tessera/core/weight_formats.hpp>       // WeightFormatId, with_weight_type
+#include <tessera/io/gguf.hpp>                   // GgufFile
+#include <tessera/io/json.hpp>                   // parse_json
+#include <tessera/io/read_only_file.hpp>         // read_whole_file
+#include <tessera/io/safetensors.hpp>            // SafetensorsFile
+#include <tessera/models/gpt2_checkpoints.hpp>   // detail::blocks_held, check_blocks_held
+#include <tessera/models/language_model.hpp>     // LanguageModel, LanguageModelFor
+#include <tessera/models/llama.hpp>              // Llama, LlamaShape
+#include <tessera/models/llama_checkpoints.hpp>  // GgufLlamaCheckpoint, SafetensorsLlamaCheckpoint
+#include <tessera/models/model_files.hpp>        // model_path_kind, model_files
+
+namespace tessera {
+
+class LlamaFiles {
+public:
+    explicit LlamaFiles(const std::filesystem::path& path) : paths_(model_files(path)) {
+        std::vector<std::string> names;
+        double held = 0;
+        std::string block_prefix;
+        if (model_path_kind(path) == ModelPathKind::gguf_file) {
+            gguf_.emplace(path);
+            shape_ = gguf_llama_shape(*gguf_);
+            checkpoint_ = std::make_unique<GgufLlamaCheckpoint>(*gguf_, shape_.architecture);
+            const auto format = weight_format_of(gguf_->tensor("blk.0.attn_q.weight").type);
+            stored_ = format && is_model_format(*format) ? *format : WeightFormatId::f32;
+            for (const io::GgufTensorInfo& t : gguf_->tensors()) {
+                names.push_back(t.name);
+                held += static_cast<double>(t.elements());
+            }
+            block_prefix = "blk.";
+        } else {
+            const std::filesystem::path config = path / "config.json";
+            shape_ = hf_llama_shape(io::parse_json(io::read_whole_file(config, 16 << 20), config.string()), config.string());
+            safetensors_.emplace(path / "model.safetensors");
+            checkpoint_ = std::make_unique<SafetensorsLlamaCheckpoint>(*safetensors_);
+            names = safetensors_->names();
+            for (const std::string& name : names) held += static_cast<double>(safetensors_->info(name).elements());
+            block_prefix = "model.layers.";
+        }
+        const std::string file = checkpoint_->path();
+        LlamaArchitecture::check(shape_);
+        // A shape that implies more weights than the file holds is refused before it asks for
+        // hundreds of gigabytes.
+        if (shape_.parameters() > held) {
+            throw FormatError(file + ": the shape its metadata gives (" + shape_.describe() + ") has " +
+                              std::to_string(shape_.parameters()) + " weights, but the file holds only " + std::to_string(held));
+        }
+        detail::check_blocks_held(file, "the block count is", shape_.n_layer, detail::blocks_held(names, block_prefix));
+    }
+    LlamaFiles(const LlamaFiles&) = delete;  // the checkpoint refers to the file
+    LlamaFiles& operator=(const LlamaFiles&) = delete;
+
+    const LlamaShape& shape() const noexcept { return shape_; }
+    const Checkpoint& checkpoint() const noexcept { return *checkpoint_; }
+    WeightFormatId stored_format() const noexcept { return stored_; }
+    const std::vector<std::filesystem::path>& paths() const noexcept { return paths_; }
+
+private:
+    std::vector<std::filesystem::path> paths_;
+    LlamaShape shape_;
+    std::optional<io::SafetensorsFile> safetensors_;
+    std::optional<io::GgufFile> gguf_;
+    std::unique_ptr<Checkpoint> checkpoint_;
+    WeightFormatId stored_ = WeightFormatId::f32;
+};
+
+// Llama<B, W> of the files' shape with their weights, W as asked (none: as the file stores it).
+template <class B>
+std::unique_ptr<LanguageModel> open_llama(B& backend, const std::filesystem::path& path, std::shared_ptr<void> keep_alive = nullptr,
+                                          std::optional<WeightFormatId> weights = std::nullopt) {
+    const LlamaFiles files(path);
+    std::unique_ptr<LanguageModel> result;
+    with_weight_type(weights.value_or(files.stored_format()), [&]<class W>() {
+        if constexpr (RunsWeightsAs<B, W> && LlamaArchitecture::runs_on<B>) {
+            auto model = std::make_unique<Llama<B, W>>(backend, files.shape());
+            model->load(files.checkpoint());
+            std::string description = model->description() + " on " + B::name;
+            result = std::make_unique<LanguageModelFor<Llama<B, W>>>(std::move(model), std::move(description), keep_alive);
+        } else {
+            throw ArgumentError(std::string("the ") + B::name + " backend has no kernels for Llama-family models with " +
+                                std::string(WeightFormat<W>::name) + " weights");
+        }
+    });
+    return result;
+}
+
+}  // namespace tessera

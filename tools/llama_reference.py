@@ -1,0 +1,387 @@
+#!/usr/bin/env python3
+"""An independent Llama-family decoder in numpy (float64), random checkpoints in Hugging Face's
+layout, and the GGUF files llama.cpp's converter would write from them.
+
+    apt-get install python3-numpy
+    # a random checkpoint: config.json + model.safetensors (Hugging Face names, nn.Linear [out, in])
+    /usr/bin/python3 tools/llama_reference.py checkpoint --config llama-tiny --seed 1 --out DIR
+    # greedy continuation: the generated ids and the smallest top-1/top-2 logit margin, as JSON
+    /usr/bin/python3 tools/llama_reference.py greedy --model DIR --tokens 1,2,3 --steps 8
+    # all-position logits for a token sequence, float64 little-endian [T][V]; --weights q8_0 etc.
+    # computes over the weights tessera holds in that format (GGML's reference quantization)
+    /usr/bin/python3 tools/llama_reference.py logits --model DIR --tokens 1,2,3 --out logits.f64
+    # the GGUF file: llama.cpp's names and metadata, q and k rows permuted for "llama" (the
+    # converter's permute), Llama 3's rope scaling as rope_freqs.weight; --set KEY=u32:N (or
+    # f32:X, str:S) replaces or adds metadata (the bad-input fixtures)
+    /usr/bin/python3 tools/llama_reference.py gguf --model DIR --out F.gguf [--outtype f32|f16|bf16|q8_0|q4_0]
+    # random f32 weights at a published shape (smollm2-135m, qwen2.5-0.5b, llama-3.2-1b), for speed
+    /usr/bin/python3 tools/llama_reference.py gguf-random --config smollm2-135m --out smollm2-135m-f32.gguf
+
+The forward pass follows Hugging Face's modeling_llama / modeling_qwen2 / modeling_qwen3 as
+their papers and documentation describe them (pre-RMSNorm blocks, rotary positions over halves
+of each head, grouped-query attention, gated SiLU MLP; q/k/v biases for qwen2, per-head q/k
+RMSNorm for qwen3), written in plain numpy.
+"""
+import argparse
+import json
+import math
+import pathlib
+import sys
+
+import numpy as np
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import gguf_writer as gw  # noqa: E402
+import gpt2_reference  # noqa: E402  (its safetensors reader and writer)
+import quantize_reference as q  # noqa: E402
+
+# name: (model_type, layers, hidden, heads, kv heads, head_dim or None, intermediate, ctx, vocab, extras)
+CONFIGS = {
+    # grouped-query attention (2 query heads per key/value head), untied head, Llama 3's rope scaling
+    "llama-tiny": ("llama", 2, 64, 4, 2, None, 96, 96, 256,
+                   {"rope_theta": 10000.0, "rms_norm_eps": 1e-5, "tie_word_embeddings": False,
+                    "rope_scaling": {"rope_type": "llama3", "factor": 4.0, "low_freq_factor": 1.0,
+                                     "high_freq_factor": 4.0, "original_max_position_embeddings": 32}}),
+    # multi-query attention (one key/value head), q/k/v biases, tied head
+    "qwen2-tiny": ("qwen2", 2, 64, 4, 1, None, 128, 96, 300,
+                   {"rope_theta": 1000000.0, "rms_norm_eps": 1e-6, "tie_word_embeddings": True}),
+    # per-head q/k norms, head_dim (32) apart from hidden / heads (16), tied head
+    "qwen3-tiny": ("qwen3", 2, 64, 4, 2, 32, 96, 96, 256,
+                   {"rope_theta": 1000000.0, "rms_norm_eps": 1e-6, "tie_word_embeddings": True}),
+    # the published shapes, for speed (random weights; never downloaded)
+    "smollm2-135m": ("llama", 30, 576, 9, 3, None, 1536, 8192, 49152,
+                     {"rope_theta": 100000.0, "rms_norm_eps": 1e-5, "tie_word_embeddings": True}),
+    "qwen2.5-0.5b": ("qwen2", 24, 896, 14, 2, None, 4864, 32768, 151936,
+                     {"rope_theta": 1000000.0, "rms_norm_eps": 1e-6, "tie_word_embeddings": True}),
+    "llama-3.2-1b": ("llama", 16, 2048, 32, 8, 64, 8192, 131072, 128256,
+                     {"rope_theta": 500000.0, "rms_norm_eps": 1e-5, "tie_word_embeddings": True,
+                      "rope_scaling": {"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0,
+                                       "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}}),
+}
+
+
+def make_checkpoint(args):
+    model_type, layers, c, heads, kv_heads, head_dim, inner, ctx, vocab, extras = CONFIGS[args.config]
+    d = head_dim or c // heads
+    rng = np.random.default_rng(args.seed)
+    normal = lambda *shape, std=0.02: (rng.standard_normal(shape) * std).astype(np.float32)  # noqa: E731
+    t = [("model.embed_tokens.weight", normal(vocab, c, std=0.5))]
+    for i in range(layers):
+        p = f"model.layers.{i}."
+        t += [(p + "input_layernorm.weight", 1 + normal(c, std=0.1)),
+              (p + "self_attn.q_proj.weight", normal(heads * d, c, std=0.15)),
+              (p + "self_attn.k_proj.weight", normal(kv_heads * d, c, std=0.15)),
+              (p + "self_attn.v_proj.weight", normal(kv_heads * d, c, std=0.15)),
+              (p + "self_attn.o_proj.weight", normal(c, heads * d, std=0.1))]
+        if model_type == "qwen2":
+            t += [(p + "self_attn.q_proj.bias", normal(heads * d, std=0.2)),
+                  (p + "self_attn.k_proj.bias", normal(kv_heads * d, std=0.2)),
+                  (p + "self_attn.v_proj.bias", normal(kv_heads * d, std=0.2))]
+        if model_type == "qwen3":
+            t += [(p + "self_attn.q_norm.weight", 1 + normal(d, std=0.2)),
+                  (p + "self_attn.k_norm.weight", 1 + normal(d, std=0.2))]
+        t += [(p + "post_attention_layernorm.weight", 1 + normal(c, std=0.1)),
+              (p + "mlp.gate_proj.weight", normal(inner, c, std=0.15)),
+              (p + "mlp.up_proj.weight", normal(inner, c, std=0.15)),
+              (p + "mlp.down_proj.weight", normal(c, inner, std=0.1))]
+    t.append(("model.norm.weight", 1 + normal(c, std=0.1)))
+    if not extras.get("tie_word_embeddings", False):
+        t.append(("lm_head.weight", normal(vocab, c, std=0.3)))
+    out = pathlib.Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    gpt2_reference.write_safetensors(out / "model.safetensors", t, args.dtype)
+    arch = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM"}[model_type]
+    config = {"model_type": model_type, "architectures": [arch], "num_hidden_layers": layers, "hidden_size": c,
+              "num_attention_heads": heads, "num_key_value_heads": kv_heads, "intermediate_size": inner,
+              "max_position_embeddings": ctx, "vocab_size": vocab, "hidden_act": "silu", **extras}
+    if head_dim:
+        config["head_dim"] = head_dim
+    (out / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+    print(f"wrote {out}: {args.config}")
+
+
+def inv_freq(cfg, d):
+    f = 1.0 / cfg.get("rope_theta", 10000.0) ** (np.arange(0, d, 2, dtype=np.float64) / d)
+    s = cfg.get("rope_scaling")
+    if not s:
+        return f
+    kind = s.get("rope_type", s.get("type"))
+    if kind == "linear":
+        return f / s["factor"]
+    assert kind == "llama3", kind
+    return f / llama3_factors(f, s)
+
+
+def llama3_factors(f, s):
+    """Llama 3's per-pair divisors of the frequencies (what GGUF's rope_freqs.weight holds)."""
+    factor, low, high, old = s["factor"], s["low_freq_factor"], s["high_freq_factor"], s["original_max_position_embeddings"]
+    out = []
+    for freq in f:
+        wavelen = 2 * math.pi / freq
+        if wavelen < old / high:
+            out.append(1.0)
+        elif wavelen > old / low:
+            out.append(factor)
+        else:
+            smooth = (old / wavelen - low) / (high - low)
+            out.append(1 / ((1 - smooth) / factor + smooth))
+    return np.array(out)
+
+
+def rms_norm(x, g, eps):
+    return x / np.sqrt((x * x).mean(-1, keepdims=True) + eps) * g
+
+
+def rope(x, positions, f):
+    """x (T, heads, D), Hugging Face's rotate_half over halves of each head."""
+    angle = positions[:, None] * f[None, :]  # (T, D/2)
+    cos, sin = np.cos(angle)[:, None, :], np.sin(angle)[:, None, :]
+    half = x.shape[-1] // 2
+    a, b = x[..., :half], x[..., half:]
+    return np.concatenate([a * cos - b * sin, a * sin + b * cos], axis=-1)
+
+
+def forward(cfg, w, tokens):
+    c, heads = cfg["hidden_size"], cfg["num_attention_heads"]
+    kv_heads = cfg.get("num_key_value_heads", heads)
+    d = cfg.get("head_dim") or c // heads
+    eps = cfg.get("rms_norm_eps", 1e-6)
+    f = inv_freq(cfg, d)
+    ids = np.array(tokens)
+    t = len(ids)
+    pos = np.arange(t, dtype=np.float64)
+    x = w["model.embed_tokens.weight"][ids]
+    mask = np.triu(np.full((t, t), -np.inf), 1)
+    for i in range(cfg["num_hidden_layers"]):
+        p = f"model.layers.{i}."
+        h = rms_norm(x, w[p + "input_layernorm.weight"], eps)
+        proj = lambda n: h @ w[p + f"self_attn.{n}_proj.weight"].T + w.get(p + f"self_attn.{n}_proj.bias", 0)  # noqa: E731
+        qh, kh, vh = proj("q").reshape(t, heads, d), proj("k").reshape(t, kv_heads, d), proj("v").reshape(t, kv_heads, d)
+        if p + "self_attn.q_norm.weight" in w:
+            qh = rms_norm(qh, w[p + "self_attn.q_norm.weight"], eps)
+            kh = rms_norm(kh, w[p + "self_attn.k_norm.weight"], eps)
+        qh, kh = rope(qh, pos, f), rope(kh, pos, f)
+        group = heads // kv_heads
+        att = np.empty((t, heads, d))
+        for hh in range(heads):
+            s = qh[:, hh, :] @ kh[:, hh // group, :].T / math.sqrt(d) + mask
+            s = np.exp(s - s.max(-1, keepdims=True))
+            att[:, hh, :] = (s / s.sum(-1, keepdims=True)) @ vh[:, hh // group, :]
+        x = x + att.reshape(t, heads * d) @ w[p + "self_attn.o_proj.weight"].T
+        h = rms_norm(x, w[p + "post_attention_layernorm.weight"], eps)
+        g = h @ w[p + "mlp.gate_proj.weight"].T
+        x = x + (g / (1 + np.exp(-g)) * (h @ w[p + "mlp.up_proj.weight"].T)) @ w[p + "mlp.down_proj.weight"].T
+    x = rms_norm(x, w["model.norm.weight"], eps)
+    head = w["lm_head.weight"] if "lm_head.weight" in w and not cfg.get("tie_word_embeddings", False) \
+        else w["model.embed_tokens.weight"]
+    return x @ head.T
+
+
+MATRICES = ("q_proj.weight", "k_proj.weight", "v_proj.weight", "o_proj.weight", "gate_proj.weight", "up_proj.weight",
+            "down_proj.weight")
+
+
+def held(rows, kind):
+    """rows [out, in] float64 as the weights `kind` holds (each row quantized along its inputs)."""
+    x = rows.astype(np.float32)
+    if kind == "f32":
+        return x.astype(np.float64)
+    if kind == "bf16":
+        return ((np.frombuffer(q.bf16(x.ravel()), np.uint16).astype(np.uint32) << 16).view(np.float32)
+                .astype(np.float64).reshape(rows.shape))
+    return q.quantize_as(kind, x)[2].astype(np.float64).reshape(rows.shape)
+
+
+def store_weights(w, fmt):
+    """The matrices tessera stores in `fmt` (the blocks' projections; the embedding / head, which a
+    q4_0 model keeps in q8_0) replaced by the weights that format holds."""
+    out = dict(w)
+    for name in w:
+        if name.endswith(MATRICES):
+            out[name] = held(w[name], fmt)
+        elif name in ("model.embed_tokens.weight", "lm_head.weight"):
+            out[name] = held(w[name], "q8_0" if fmt == "q4_0" else fmt)
+    return out
+
+
+def permute(rows, n_head):
+    """llama.cpp's convert_hf_to_gguf permute of q's and k's rows (halves -> adjacent pairs)."""
+    return rows.reshape(n_head, 2, rows.shape[0] // n_head // 2, *rows.shape[1:]).swapaxes(1, 2).reshape(rows.shape)
+
+
+def gguf_name(hf):
+    whole = {"model.embed_tokens.weight": "token_embd.weight", "model.norm.weight": "output_norm.weight",
+             "lm_head.weight": "output.weight"}
+    if hf in whole:
+        return whole[hf]
+    in_block = {"input_layernorm": "attn_norm", "self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k",
+                "self_attn.v_proj": "attn_v", "self_attn.o_proj": "attn_output", "self_attn.q_norm": "attn_q_norm",
+                "self_attn.k_norm": "attn_k_norm", "post_attention_layernorm": "ffn_norm", "mlp.gate_proj": "ffn_gate",
+                "mlp.up_proj": "ffn_up", "mlp.down_proj": "ffn_down"}
+    _, _, layer, rest = hf.split(".", 3)
+    stem, kind = rest.rsplit(".", 1)
+    return f"blk.{layer}.{in_block[stem]}.{kind}"
+
+
+FILE_TYPE = {"f32": 0, "f16": 1, "q4_0": 2, "q8_0": 7, "bf16": 32}
+
+
+def write_gguf(args):
+    cfg, w = gpt2_reference.load(args.model)
+    arch = cfg["model_type"]
+    c, heads = cfg["hidden_size"], cfg["num_attention_heads"]
+    kv_heads = cfg.get("num_key_value_heads", heads)
+    d = cfg.get("head_dim") or c // heads
+    k = arch + "."
+    meta = [("general.architecture", gw.STRING, arch), ("general.name", gw.STRING, pathlib.Path(args.model).name),
+            (k + "block_count", gw.U32, cfg["num_hidden_layers"]), (k + "context_length", gw.U32, cfg["max_position_embeddings"]),
+            (k + "embedding_length", gw.U32, c), (k + "feed_forward_length", gw.U32, cfg["intermediate_size"]),
+            (k + "attention.head_count", gw.U32, heads), (k + "attention.head_count_kv", gw.U32, kv_heads),
+            (k + "rope.freq_base", gw.F32, cfg.get("rope_theta", 10000.0)),
+            (k + "attention.layer_norm_rms_epsilon", gw.F32, cfg.get("rms_norm_eps", 1e-6)),
+            (k + "rope.dimension_count", gw.U32, d), ("general.file_type", gw.U32, FILE_TYPE[args.outtype])]
+    if cfg.get("head_dim"):
+        meta += [(k + "attention.key_length", gw.U32, d), (k + "attention.value_length", gw.U32, d)]
+    if args.outtype in ("q8_0", "q4_0"):
+        meta.append(("general.quantization_version", gw.U32, 2))
+    for item in args.set or []:  # KEY=u32:N | f32:X | str:S, replacing or adding (the bad-input fixtures)
+        key, value = item.split("=", 1)
+        kind, v = value.split(":", 1)
+        entry = (key, {"u32": gw.U32, "f32": gw.F32, "str": gw.STRING}[kind],
+                 int(v) if kind == "u32" else float(v) if kind == "f32" else v)
+        meta = [m for m in meta if m[0] != key] + [entry]
+    tensors = []
+    s = cfg.get("rope_scaling")
+    if s and s.get("rope_type", s.get("type")) == "llama3":
+        f = 1.0 / cfg.get("rope_theta", 10000.0) ** (np.arange(0, d, 2, dtype=np.float32) / d)
+        tensors.append(("rope_freqs.weight", "F32", [d // 2], llama3_factors(f.astype(np.float64), s).astype("<f4").tobytes()))
+    tied = cfg.get("tie_word_embeddings", False)
+    for name in sorted(w):
+        if name == "lm_head.weight" and tied:
+            continue
+        a = w[name].astype(np.float32)
+        if arch == "llama" and name.endswith("q_proj.weight"):
+            a = permute(a, heads)
+        if arch == "llama" and name.endswith("k_proj.weight"):
+            a = permute(a, kv_heads)
+        if a.ndim == 1:
+            kind, raw = "F32", a.tobytes()
+        elif args.outtype == "f32":
+            kind, raw = "F32", a.tobytes()
+        elif args.outtype == "f16":
+            kind, raw = "F16", a.astype("<f2").tobytes()
+        elif args.outtype == "bf16":
+            kind, raw = "BF16", q.bf16(a.ravel())
+        else:
+            fmt = "q8_0" if args.outtype == "q4_0" and name in ("model.embed_tokens.weight", "lm_head.weight") else args.outtype
+            kind, raw, _ = q.quantize_as(fmt, a)
+        tensors.append((gguf_name(name), kind, list(reversed(a.shape)), raw))
+    gw.write_gguf(args.out, meta, tensors)
+    print(f"wrote {args.out}: {arch} {args.outtype}")
+
+
+def write_random_gguf(args):
+    """A GGUF file of the config's shape with random f32 weights (std 0.02, norms 1), written tensor
+    by tensor: the published shapes, for speed, without holding the whole model in memory."""
+    import struct
+    model_type, layers, c, heads, kv_heads, head_dim, inner, ctx, vocab, extras = CONFIGS[args.config]
+    d = head_dim or c // heads
+    k = model_type + "."
+    meta = [("general.architecture", gw.STRING, model_type), ("general.name", gw.STRING, args.config + " (random)"),
+            (k + "block_count", gw.U32, layers), (k + "context_length", gw.U32, ctx), (k + "embedding_length", gw.U32, c),
+            (k + "feed_forward_length", gw.U32, inner), (k + "attention.head_count", gw.U32, heads),
+            (k + "attention.head_count_kv", gw.U32, kv_heads), (k + "rope.freq_base", gw.F32, extras["rope_theta"]),
+            (k + "attention.layer_norm_rms_epsilon", gw.F32, extras["rms_norm_eps"]), (k + "rope.dimension_count", gw.U32, d),
+            ("general.file_type", gw.U32, 0)]
+    tensors = [("token_embd.weight", [c, vocab])]
+    s = extras.get("rope_scaling")
+    if s:
+        tensors.append(("rope_freqs.weight", [d // 2]))
+    for i in range(layers):
+        b = f"blk.{i}."
+        tensors += [(b + "attn_norm.weight", [c]), (b + "attn_q.weight", [c, heads * d]), (b + "attn_k.weight", [c, kv_heads * d]),
+                    (b + "attn_v.weight", [c, kv_heads * d]), (b + "attn_output.weight", [heads * d, c])]
+        if model_type == "qwen2":
+            tensors += [(b + "attn_q.bias", [heads * d]), (b + "attn_k.bias", [kv_heads * d]), (b + "attn_v.bias", [kv_heads * d])]
+        tensors += [(b + "ffn_norm.weight", [c]), (b + "ffn_gate.weight", [c, inner]), (b + "ffn_up.weight", [c, inner]),
+                    (b + "ffn_down.weight", [inner, c])]
+    tensors.append(("output_norm.weight", [c]))
+    if not extras.get("tie_word_embeddings", False):
+        tensors.append(("output.weight", [c, vocab]))
+    header = bytearray(b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(meta)))
+    for key, kind, v in meta:
+        header += gw.string(key) + struct.pack("<I", kind) + gw.value(kind, v)
+    offset = 0
+    for name, ne in tensors:
+        header += gw.string(name) + struct.pack("<I", len(ne)) + struct.pack(f"<{len(ne)}Q", *ne) + struct.pack("<IQ", 0, offset)
+        offset += -(-4 * int(np.prod(ne)) // 32) * 32
+    header += b"\0" * (-len(header) % 32)
+    rng = np.random.default_rng(args.seed)
+    with open(args.out, "wb") as f:
+        f.write(header)
+        for name, ne in tensors:
+            n = int(np.prod(ne))
+            if name == "rope_freqs.weight":
+                base = 1.0 / extras["rope_theta"] ** (np.arange(0, d, 2, dtype=np.float32) / d)
+                a = llama3_factors(base.astype(np.float64), s).astype("<f4")
+            elif len(ne) == 1 and name.endswith("norm.weight"):
+                a = np.ones(n, "<f4")
+            else:
+                a = (rng.standard_normal(n, dtype=np.float32) * 0.02).astype("<f4")
+            f.write(a.tobytes())
+            f.write(b"\0" * (-a.nbytes % 32))
+    print(f"wrote {args.out}: {args.config}, random f32")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    c = sub.add_parser("checkpoint")
+    c.add_argument("--config", choices=sorted(CONFIGS), required=True)
+    c.add_argument("--seed", type=int, default=1)
+    c.add_argument("--dtype", default="F32", choices=["F32", "F16", "BF16"])
+    c.add_argument("--out", required=True)
+    lg = sub.add_parser("logits")
+    lg.add_argument("--model", required=True)
+    lg.add_argument("--tokens", required=True)
+    lg.add_argument("--weights", default="f32", choices=["f32", "bf16", "q8_0", "q4_0"])
+    lg.add_argument("--out", required=True)
+    gr = sub.add_parser("greedy")
+    gr.add_argument("--model", required=True)
+    gr.add_argument("--tokens", required=True)
+    gr.add_argument("--steps", type=int, default=8)
+    rg = sub.add_parser("gguf-random")
+    rg.add_argument("--config", choices=sorted(CONFIGS), required=True)
+    rg.add_argument("--seed", type=int, default=1)
+    rg.add_argument("--out", required=True)
+    g = sub.add_parser("gguf")
+    g.add_argument("--model", required=True)
+    g.add_argument("--out", required=True)
+    g.add_argument("--outtype", default="f32", choices=sorted(FILE_TYPE))
+    g.add_argument("--set", action="append", help="metadata KEY=u32:N|f32:X|str:S to replace or add")
+    args = ap.parse_args()
+    if args.cmd == "checkpoint":
+        make_checkpoint(args)
+    elif args.cmd == "logits":
+        cfg, w = gpt2_reference.load(args.model)
+        logits = forward(cfg, store_weights(w, args.weights), [int(t) for t in args.tokens.split(",")])
+        logits.astype("<f8").tofile(args.out)
+        print(f"wrote {args.out}: {logits.shape}")
+    elif args.cmd == "greedy":
+        cfg, w = gpt2_reference.load(args.model)
+        ids, margin = [int(t) for t in args.tokens.split(",")], float("inf")
+        generated = []
+        for _ in range(args.steps):
+            last = np.sort(forward(cfg, w, ids)[-1])
+            margin = min(margin, last[-1] - last[-2])
+            generated.append(int(np.argmax(forward(cfg, w, ids)[-1])))
+            ids.append(generated[-1])
+        print(json.dumps({"tokens": generated, "smallest_margin": margin}))
+    elif args.cmd == "gguf-random":
+        write_random_gguf(args)
+    else:
+        write_gguf(args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Builds the Llama-family test fixtures into OUT (default build/llama_fixtures): random
+# checkpoints of each architecture (llama, qwen2, qwen3) in Hugging Face's layout, the GGUF
+# files llama.cpp's converter would write from them (f32, q8_0), and float64 reference logits
+# from tools/llama_reference.py. Deterministic (fixed seeds); run by ctest as the fixture-setup
+# test `llama_fixtures`.
+#   apt-get install python3-numpy; tools/make_llama_fixtures.sh [OUT]
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+out=${1:-build/llama_fixtures}
+py=${TESSERA_PYTHON:-/usr/bin/python3}  # any python3 with numpy
+ref="$py $here/llama_reference.py"
+tokens=1,5,9,200,3,77,12,0,250,31,64,2,9,9,100,17,18,40,41,42
+mkdir -p "$out"
+echo "$tokens" > "$out/tokens.txt"
+seed=1
+for config in llama-tiny qwen2-tiny qwen3-tiny; do
+  d=$out/$config
+  seed=$((seed + 1))
+  if [ ! -f "$d/logits.f64" ]; then
+    $ref checkpoint --config "$config" --seed "$seed" --out "$d" >/dev/null
+    $ref logits --model "$d" --tokens "$tokens" --out "$d/logits.f64" >/dev/null
+  fi
+  for fmt in f32 q8_0; do
+    [ -f "$out/$config-$fmt.gguf" ] || $ref gguf --model "$d" --outtype "$fmt" --out "$out/$config-$fmt.gguf" >/dev/null
+  done
+  # the reference's greedy ids after the first four tokens, as generate --prompt-ids prints them
+  [ -f "$d/greedy.txt" ] || $ref greedy --model "$d" --tokens 1,5,9,200 --steps 8 |
+      $py -c 'import json, sys; print(json.dumps(json.load(sys.stdin)["tokens"], separators=(",", ":")))' > "$d/greedy.txt"
+  for fmt in bf16 q8_0 q4_0; do
+    [ -f "$d/logits-$fmt.f64" ] || $ref logits --model "$d" --tokens "$tokens" --weights "$fmt" --out "$d/logits-$fmt.f64" >/dev/null
+  done
+done
+# The same llama checkpoint in bf16 safetensors (loaded as float).
+[ -f "$out/llama-tiny-bf16/config.json" ] || $ref checkpoint --config llama-tiny --seed 2 --dtype BF16 --out "$out/llama-tiny-bf16" >/dev/null
+[ -f "$out/llama-tiny-bf16/logits.f64" ] || $ref logits --model "$out/llama-tiny-bf16" --tokens "$tokens" --out "$out/llama-tiny-bf16/logits.f64" >/dev/null
+# Files that say what tessera does not run: each must be refused naming the key.
+bad() {  # name --set KEY=TYPE:VALUE
+  local name=$1
+  shift
+  [ -f "$out/bad/$name.gguf" ] || $ref gguf --model "$out/llama-tiny" --out "$out/bad/$name.gguf" "$@" >/dev/null
+}
+mkdir -p "$out/bad"
+bad moe --set llama.expert_count=u32:8
+bad sliding-window --set llama.attention.sliding_window=u32:16
+bad yarn --set llama.rope.scaling.type=str:yarn --set llama.rope.scaling.factor=f32:4
+bad partial-rope --set llama.rope.dimension_count=u32:8
+bad falcon --set general.architecture=str:falcon
+bad heads --set llama.attention.head_count_kv=u32:3

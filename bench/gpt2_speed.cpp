@@ -4,7 +4,7 @@
 //
 //   build/bench/bench_gpt2 --model build/gpt2_fixtures/gpt2-124m [--model M2.gguf ...] [--threads 2]
 //                          [--pp 16,64,512] [--tg 128] [--rounds 4] [--weights f32,bf16,q8_0,q4_0]
-//                          [--batch 1,2,4,8,16] [--warm-up yes|no] [--kv-cache f32,bf16]
+//                          [--batch 1,2,4,8,16] [--warm-up yes|no] [--kv-cache f32,bf16] [--ctx-size N]
 // --warm-up (default yes): each timed prompt run follows an untimed run of the same prompt, as
 // llama-bench's warm-up run does (the bandwidth sample before them evicts the caches; with
 // "no" every prompt is timed with the weights cold, which a CPU whose last-level cache holds a
@@ -13,7 +13,8 @@
 // 16-token prompt, tg steps), instead of pp and tg.
 // --kv-cache: each model once per KV cache precision (default f32). --tg-prompt N: tg after an
 // N-token prompt instead of one token, and --batch's prompts (default 16): decoding deeper in
-// the context, where the cache's reads count.
+// the context, where the cache's reads count. --ctx-size N: a Llama-family model over N positions
+// (its keys and values for the whole context are allocated up front).
 // Each --model (a directory or a .gguf, of any architecture tessera runs) runs as stored, or once per --weights format; all are
 // measured in the same interleaved rounds (ratios free of the machine's drift). One directory of
 // the 124M shape without --weights also runs the static GPT2<GPT2Small, Cpu>.
@@ -132,7 +133,7 @@ int run(int argc, char** argv) {
     std::vector<std::size_t> batches;
     bool warm_up = true;
     std::vector<tessera::KvPrecision> kv_caches;
-    std::optional<std::size_t> tg_prompt;
+    std::optional<std::size_t> tg_prompt, context;
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string flag = argv[i], value = argv[i + 1];
         if (flag == "--model") paths.push_back(value);
@@ -142,6 +143,7 @@ int run(int argc, char** argv) {
         else if (flag == "--batch") batches = whole_numbers(flag, value);
         else if (flag == "--rounds") rounds = std::max(1, static_cast<int>(whole_numbers(flag, value).at(0)));
         else if (flag == "--warm-up" && (value == "yes" || value == "no")) warm_up = value == "yes";
+        else if (flag == "--ctx-size") context = whole_numbers(flag, value).at(0);
         else if (flag == "--tg-prompt") tg_prompt = std::max<std::size_t>(1, whole_numbers(flag, value).at(0));
         else if (flag == "--kv-cache") {
             for (const auto kv : comma_separated(flag, value, "f32 or bf16", tessera::kv_precision_named)) kv_caches.push_back(kv);
@@ -175,9 +177,10 @@ int run(int argc, char** argv) {
     };
     for (const std::string& path : paths) {
         if (tessera::model_architecture(path) != "gpt2") {
-            const tessera::LlamaShape shape = tessera::LlamaFiles(path).shape();
-            if (formats.empty()) add([&] { return tessera::open_llama(cpu, path); }, path, shape);
-            for (const tessera::WeightFormatId id : formats) add([&] { return tessera::open_llama(cpu, path, nullptr, id); }, path, shape);
+            tessera::LlamaShape shape = tessera::LlamaFiles(path).shape();
+            if (context) shape.n_ctx = std::min(shape.n_ctx, *context);
+            if (formats.empty()) add([&] { return tessera::open_llama(cpu, path, nullptr, std::nullopt, context); }, path, shape);
+            for (const tessera::WeightFormatId id : formats) add([&] { return tessera::open_llama(cpu, path, nullptr, id, context); }, path, shape);
             continue;
         }
         const tessera::GPT2Shape shape = tessera::Gpt2Files(path).hyperparameters().shape;

@@ -138,6 +138,7 @@ int main(int argc, char** argv) {
     int device = 0;
     bool no_stream = false, json = false, verbose = false, allow_special = false;
     std::optional<std::uint64_t> seed;
+    std::optional<std::size_t> context;
     using tessera::cli::Bound, tessera::cli::real_number, tessera::cli::whole_number;
     constexpr long most = 1'000'000'000;  // counts beyond this are typing errors, not requests
     app.add_option("--model", model_dir, "a GGUF file, or a directory with config.json, model.safetensors, vocab.json, merges.txt");
@@ -169,6 +170,8 @@ int main(int argc, char** argv) {
     app.add_flag("--context-shift", generation.context_shift, "when the context is full, drop its older half and go on");
     app.add_flag("--truncate", generation.truncate_prompt, "drop the oldest prompt tokens if the prompt does not fit");
     app.add_flag("--allow-special", allow_special, "read <|endoftext|> in the prompt as the special token");
+    app.add_option("--ctx-size,-c", context, "positions to keep keys and values for (default: the model's context)")
+        ->check(whole_number<std::size_t>(1, most));
     app.add_option("--threads", threads, "CPU threads (cpu backend)")
         ->check(whole_number(1U, std::numeric_limits<unsigned>::max()));
     std::optional<tessera::WeightFormatId> weights;
@@ -198,7 +201,7 @@ int main(int argc, char** argv) {
         if (prompt_ids) {
             const auto ids = parse_ids(*prompt_ids);
             auto sampler = tessera::make_sampler(sampling);
-            const auto model = tessera::open_model_on(backend, model_dir, threads, weights, device);
+            const auto model = tessera::open_model_on(backend, model_dir, threads, weights, device, context);
             model->use_kv_cache(kv_cache);
             if (verbose) {
                 std::fprintf(stderr, "model: %s; seed %llu\n", model->description().c_str(),
@@ -207,10 +210,14 @@ int main(int argc, char** argv) {
             }
             return generate_ids(*model, ids, sampler, generation.max_new_tokens, json);
         }
+        if (const std::string arch = tessera::model_architecture(model_dir); arch != "gpt2") {
+            throw tessera::ArgumentError(model_dir + " holds a " + arch +
+                                         " model, whose tokenizer tessera does not read yet: give the prompt as token ids (--prompt-ids)");
+        }
         const std::string text = prompt ? *prompt : tessera::cli::read_input("-");
         const auto tokenizer = tessera::open_tokenizer(model_dir);
         auto sampler = tessera::make_sampler(sampling);
-        const auto model = tessera::open_model_on(backend, model_dir, threads, weights, device);
+        const auto model = tessera::open_model_on(backend, model_dir, threads, weights, device, context);
         model->use_kv_cache(kv_cache);
         if (verbose) {
             std::fprintf(stderr, "model: %s%s; seed %llu\n", model->description().c_str(),

@@ -32,6 +32,7 @@
 #include "engine.hpp"
 #include "openai_api.hpp"
 
+#include <tessera/backend/cpu.hpp>
 #include <tessera/models/open_model.hpp>
 #include <tessera/models/open_tokenizer.hpp>
 

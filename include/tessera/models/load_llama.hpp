@@ -77,15 +77,26 @@ private:
     WeightFormatId stored_ = WeightFormatId::f32;
 };
 
-// Llama<B, W> of the files' shape with their weights, W as asked (none: as the file stores it).
+// Llama<B, W> of the files' shape with their weights, W as asked (none: as the file stores it),
+// over `context` positions when given (at most the model's: a 128K-position Llama 3.2 keeps 4 GB
+// of f32 keys and values per sequence at its full context).
 template <class B>
 std::unique_ptr<LanguageModel> open_llama(B& backend, const std::filesystem::path& path, std::shared_ptr<void> keep_alive = nullptr,
-                                          std::optional<WeightFormatId> weights = std::nullopt) {
+                                          std::optional<WeightFormatId> weights = std::nullopt,
+                                          std::optional<std::size_t> context = std::nullopt) {
     const LlamaFiles files(path);
+    LlamaShape shape = files.shape();
+    if (context) {
+        if (*context == 0 || *context > shape.n_ctx) {
+            throw ArgumentError("a context of " + std::to_string(*context) + " positions: the model " + path.string() + " has " +
+                                std::to_string(shape.n_ctx) + " (give 1 to " + std::to_string(shape.n_ctx) + ")");
+        }
+        shape.n_ctx = *context;
+    }
     std::unique_ptr<LanguageModel> result;
     with_weight_type(weights.value_or(files.stored_format()), [&]<class W>() {
         if constexpr (RunsWeightsAs<B, W> && LlamaArchitecture::runs_on<B>) {
-            auto model = std::make_unique<Llama<B, W>>(backend, files.shape());
+            auto model = std::make_unique<Llama<B, W>>(backend, shape);
             model->load(files.checkpoint());
             std::string description = model->description() + " on " + B::name;
             result = std::make_unique<LanguageModelFor<Llama<B, W>>>(std::move(model), std::move(description), keep_alive);

@@ -5,20 +5,19 @@
 // chosen by the file's general.architecture (GGUF) or config.json's model_type (a directory).
 // Llama-family models run on the CPU backend; the CUDA backend runs GPT-2.
 #include <filesystem>   // std::filesystem::path
-#include <memory>       // std::unique_ptr, std::make_shared
+#include <cstddef>      // std::size_t
+#include <memory>       // std::unique_ptr
 #include <optional>     // std::optional
 #include <string>       // std::string
 #include <string_view>  // std::string_view
 
-#include <tessera/backend/cpu.hpp>               // Cpu
-#include <tessera/core/error.hpp>                // ArgumentError, FormatError
+#include <tessera/core/error.hpp>                // FormatError
+#include <tessera/core/weight_formats.hpp>       // WeightFormatId
 #include <tessera/io/gguf.hpp>                   // GgufFile
 #include <tessera/io/json.hpp>                   // parse_json
 #include <tessera/io/read_only_file.hpp>         // read_whole_file
-#include <tessera/models/llama_checkpoints.hpp>  // is_llama_family
-#include <tessera/models/load_llama.hpp>         // open_llama
+#include <tessera/models/language_model.hpp>     // LanguageModel
 #include <tessera/models/model_files.hpp>        // model_path_kind
-#include <tessera/models/open_gpt2_on.hpp>       // open_gpt2_on
 
 namespace tessera {
 
@@ -34,17 +33,14 @@ inline std::string model_architecture(const std::filesystem::path& path) {
     return type->as_string();
 }
 
-inline std::unique_ptr<LanguageModel> open_model_on(std::string_view backend, const std::filesystem::path& path, unsigned cpu_threads,
-                                                    std::optional<WeightFormatId> weights = std::nullopt, int cuda_device = 0) {
-    const std::string architecture = model_architecture(path);
-    if (architecture == "gpt2") return open_gpt2_on(backend, path, cpu_threads, weights, cuda_device);
-    if (!is_llama_family(architecture)) {
-        throw FormatError(path.string() + ": the architecture '" + architecture + "' is not supported (gpt2, llama, mistral, qwen2, qwen3 are)");
-    }
-    if (backend == "cuda") throw ArgumentError("the CUDA backend runs GPT-2 only: run " + architecture + " models with --backend cpu");
-    if (backend != "cpu") throw ArgumentError("unknown backend '" + std::string(backend) + "': cpu or cuda");
-    auto cpu = std::make_shared<Cpu>(cpu_threads);
-    return open_llama(*cpu, path, cpu, weights);
-}
+// `context`: positions to keep keys and values for (at most the model's; none: all of them).
+// A GPT-2 keeps its own (its position table's), so for it a context is refused unless it is that.
+// Compiled once in the tessera::models library (src/models/open_model.cpp): it instantiates the
+// model for every architecture and weight format, which in each program that includes it cost
+// 43 s and 1.3 GB of compiler memory (-O2). Link tessera::models; header-only code can call
+// open_gpt2 / open_llama (models/load_gpt2.hpp, models/load_llama.hpp) instead.
+std::unique_ptr<LanguageModel> open_model_on(std::string_view backend, const std::filesystem::path& path, unsigned cpu_threads,
+                                             std::optional<WeightFormatId> weights = std::nullopt, int cuda_device = 0,
+                                             std::optional<std::size_t> context = std::nullopt);
 
 }  // namespace tessera

@@ -57,6 +57,27 @@ private:
     bool gated_;
 };
 
+// A pre-norm residual block's step, whatever its layers: x(T, C), the rows of the sequences
+// `seqs`, updated in place,
+//   x += attn(norm_1(x));  x += mlp(norm_2(x))
+// attn(normed, q, att, k, v, delta) with the scratch's (T, ·) rows (k, v only where the step
+// stages keys: stages_keys); mlp(normed, delta).
+template <class Backend, class X, class Cache, class Scratch, class Norm1, class Attention, class Norm2, class Mlp>
+void pre_norm_block(Backend& backend, X x, std::span<const CacheRows<Cache>> seqs, Scratch& s, const Norm1& norm_1,
+                    const Attention& attn, const Norm2& norm_2, Mlp&& mlp) {
+    const std::size_t t = x.extent(0);
+    const auto normed = s.normed.view().rows(0, t);
+    const auto delta = s.delta.view().rows(0, t);
+    const auto kv_rows = stages_keys(seqs) ? t : 0;  // else unused, and maybe unreserved
+    norm_1(backend, x, normed);
+    attn(backend, normed, seqs, s.q.view().rows(0, t), s.att.view().rows(0, t), s.keys.view().rows(0, kv_rows),
+         s.values.view().rows(0, kv_rows), delta);
+    add(backend, x, delta, x);
+    norm_2(backend, x, normed);
+    mlp(normed, delta);
+    add(backend, x, delta, x);
+}
+
 // W: how the four projections store their weights (float, bf16, Q8_0, Q4_0).
 template <std::size_t C, std::size_t H, std::size_t Inner, std::size_t Ctx, class B, class W = float>
 struct DecoderBlock {
@@ -88,17 +109,8 @@ struct DecoderBlock {
     // x(T, C), the rows of the sequences `seqs` (CausalSelfAttention), updated in place.
     template <class Backend, class X>
     void operator()(Backend& backend, X x, std::span<const CacheRows<Cache>> seqs, Scratch& s) const {
-        const std::size_t t = x.extent(0);
-        const auto normed = s.normed.view().rows(0, t);
-        const auto delta = s.delta.view().rows(0, t);
-        const auto kv_rows = stages_keys(seqs) ? t : 0;  // else unused, and maybe unreserved
-        ln_1(backend, x, normed);
-        attn(backend, normed, seqs, s.q.view().rows(0, t), s.att.view().rows(0, t), s.keys.view().rows(0, kv_rows),
-             s.values.view().rows(0, kv_rows), delta);
-        add(backend, x, delta, x);
-        ln_2(backend, x, normed);
-        mlp(backend, normed, s.hidden.view().rows(0, t), delta);
-        add(backend, x, delta, x);
+        pre_norm_block(backend, x, seqs, s, ln_1, attn, ln_2,
+                       [&](auto normed, auto delta) { mlp(backend, normed, s.hidden.view().rows(0, x.extent(0)), delta); });
     }
 };
 

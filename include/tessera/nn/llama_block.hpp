@@ -6,13 +6,12 @@
 #include <cstddef>  // std::size_t
 #include <span>     // std::span
 
-#include <tessera/nn/decoder_block.hpp>            // BlockScratch
+#include <tessera/nn/decoder_block.hpp>            // BlockScratch, pre_norm_block
 #include <tessera/nn/gated_feed_forward.hpp>       // GatedFeedForward
 #include <tessera/nn/grouped_query_attention.hpp>  // GroupedQueryAttention, AttentionShape
-#include <tessera/nn/kv_cache.hpp>                 // CacheRows, stages_keys
+#include <tessera/nn/kv_cache.hpp>                 // CacheRows
 #include <tessera/nn/parameter.hpp>                // WeightSource
 #include <tessera/nn/rms_norm.hpp>                 // RmsNorm
-#include <tessera/ops/elementwise.hpp>             // add
 
 namespace tessera {
 
@@ -50,17 +49,9 @@ struct LlamaBlock {
     // x(T, C), the rows of the sequences `seqs`, updated in place.
     template <class Backend, class X>
     void operator()(Backend& backend, X x, std::span<const CacheRows<Cache>> seqs, Scratch& s) const {
-        const std::size_t t = x.extent(0);
-        const auto normed = s.normed.view().rows(0, t);
-        const auto delta = s.delta.view().rows(0, t);
-        const auto kv_rows = stages_keys(seqs) ? t : 0;  // else unused, and maybe unreserved
-        attn_norm(backend, x, normed);
-        attn(backend, normed, seqs, s.q.view().rows(0, t), s.att.view().rows(0, t), s.keys.view().rows(0, kv_rows),
-             s.values.view().rows(0, kv_rows), delta);
-        add(backend, x, delta, x);
-        ffn_norm(backend, x, normed);
-        mlp(backend, normed, s.hidden.view().rows(0, t), s.gate.view().rows(0, t), delta);
-        add(backend, x, delta, x);
+        pre_norm_block(backend, x, seqs, s, attn_norm, attn, ffn_norm, [&](auto normed, auto delta) {
+            mlp(backend, normed, s.hidden.view().rows(0, x.extent(0)), s.gate.view().rows(0, x.extent(0)), delta);
+        });
     }
 };
 

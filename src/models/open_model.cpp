@@ -1,0 +1,37 @@
+// open_model_on (models/open_model.hpp), compiled once for every program that links
+// tessera::models: GPT-2 and the Llama family, each weight format, on the CPU; GPT-2 on CUDA
+// through tessera::cuda.
+#include <tessera/models/open_model.hpp>
+
+#include <memory>  // std::make_shared
+#include <string>  // std::string
+
+#include <tessera/backend/cpu.hpp>               // Cpu
+#include <tessera/core/error.hpp>                // ArgumentError, FormatError
+#include <tessera/models/llama_checkpoints.hpp>  // is_llama_family
+#include <tessera/models/load_llama.hpp>         // open_llama
+#include <tessera/models/open_gpt2_on.hpp>       // open_gpt2_on
+
+namespace tessera {
+
+std::unique_ptr<LanguageModel> open_model_on(std::string_view backend, const std::filesystem::path& path, unsigned cpu_threads,
+                                             std::optional<WeightFormatId> weights, int cuda_device, std::optional<std::size_t> context) {
+    const std::string architecture = model_architecture(path);
+    if (architecture == "gpt2") {
+        auto model = open_gpt2_on(backend, path, cpu_threads, weights, cuda_device);
+        if (context && *context != model->context_length()) {
+            throw ArgumentError("a context of " + std::to_string(*context) + " positions: a GPT-2 keeps its own " +
+                                std::to_string(model->context_length()) + " (its position table's)");
+        }
+        return model;
+    }
+    if (!is_llama_family(architecture)) {
+        throw FormatError(path.string() + ": the architecture '" + architecture + "' is not supported (gpt2, llama, mistral, qwen2, qwen3 are)");
+    }
+    if (backend == "cuda") throw ArgumentError("the CUDA backend runs GPT-2 only: run " + architecture + " models with --backend cpu");
+    if (backend != "cpu") throw ArgumentError("unknown backend '" + std::string(backend) + "': cpu or cuda");
+    auto cpu = std::make_shared<Cpu>(cpu_threads);
+    return open_llama(*cpu, path, cpu, weights, context);
+}
+
+}  // namespace tessera

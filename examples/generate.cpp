@@ -210,12 +210,19 @@ int main(int argc, char** argv) {
             }
             return generate_ids(*model, ids, sampler, generation.max_new_tokens, json);
         }
-        if (const std::string arch = tessera::model_architecture(model_dir); arch != "gpt2") {
-            throw tessera::ArgumentError(model_dir + " holds a " + arch +
-                                         " model, whose tokenizer tessera does not read yet: give the prompt as token ids (--prompt-ids)");
-        }
         const std::string text = prompt ? *prompt : tessera::cli::read_input("-");
-        const auto tokenizer = tessera::open_tokenizer(model_dir);
+        const auto tokenizer = [&] {
+            try {
+                return tessera::open_tokenizer(model_dir);
+            } catch (const tessera::Error& e) {
+                // A Llama-family model with a GPT-2-style tokenizer runs on text; with another, on ids.
+                if (const std::string arch = tessera::model_architecture(model_dir); arch != "gpt2") {
+                    throw tessera::ArgumentError(std::string(e.what()) + "\n(" + model_dir + " holds a " + arch +
+                                                 " model whose tokenizer tessera does not read yet: give the prompt as token ids, --prompt-ids)");
+                }
+                throw;
+            }
+        }();
         auto sampler = tessera::make_sampler(sampling);
         const auto model = tessera::open_model_on(backend, model_dir, threads, weights, device, context);
         model->use_kv_cache(kv_cache);

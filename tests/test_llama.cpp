@@ -20,6 +20,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <utility>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -29,13 +31,18 @@
 #include <unistd.h>  // getpid
 
 #include <tessera/backend/cpu.hpp>
+#include <tessera/io/read_only_file.hpp>
+#include <tessera/models/kl_divergence.hpp>
 #include <tessera/models/load_llama.hpp>
+#include <tessera/models/open_tokenizer.hpp>
+#include <tessera/models/perplexity.hpp>
 
 using namespace tessera;
 
 namespace {
 
 const std::string fixtures = TESSERA_LLAMA_FIXTURES;
+const std::string trained_llama = std::string(TESSERA_TEST_DATA_DIR) + "/fortunes-llama";
 
 std::vector<TokenId> fixture_tokens() {
     std::ifstream in(fixtures + "/tokens.txt");
@@ -66,22 +73,25 @@ Difference compare(std::span<const float> got, const std::vector<double>& want, 
     return d;
 }
 
+// The model at `path`'s logits at every position of the fixture tokens against `want`: within
+// 1e-4.
+void check_all_positions(const std::string& path, const std::vector<double>& want) {
+    INFO(path);
+    Cpu cpu(2);
+    const auto model = open_llama(cpu, path);
+    const auto got = model->prefill_all(fixture_tokens());
+    REQUIRE(got.size() == want.size());
+    const Difference d = compare(got, want);
+    INFO("max abs difference " << d.worst << ", largest |logit| " << d.scale);
+    CHECK(d.worst <= 1e-4);
+}
+
 }  // namespace
 
 TEST_CASE("Llama family: all-position logits match the float64 reference", "[llama]") {
     const std::string config = GENERATE(as<std::string>{}, "llama-tiny", "qwen2-tiny", "qwen3-tiny");
     const std::string source = GENERATE(as<std::string>{}, "hf", "gguf");
-    const std::string path = source == "hf" ? fixtures + "/" + config : fixtures + "/" + config + "-f32.gguf";
-    INFO(path);
-    const auto tokens = fixture_tokens();
-    const auto want = reference_logits(config);
-    Cpu cpu(2);
-    const auto model = open_llama(cpu, path);
-    const auto got = model->prefill_all(tokens);
-    REQUIRE(got.size() == want.size());
-    const Difference d = compare(got, want);
-    INFO("max abs difference " << d.worst << ", largest |logit| " << d.scale);
-    CHECK(d.worst <= 1e-4);
+    check_all_positions(source == "hf" ? fixtures + "/" + config : fixtures + "/" + config + "-f32.gguf", reference_logits(config));
 }
 
 TEST_CASE("Llama family: decoding with the KV cache matches the reference at every step", "[llama]") {
@@ -161,11 +171,7 @@ TEST_CASE("Llama family: stored formats match the reference of the weights each 
 }
 
 TEST_CASE("Llama family: a bf16 safetensors checkpoint loads as float", "[llama]") {
-    const auto tokens = fixture_tokens();
-    const auto want = reference_logits("llama-tiny-bf16");
-    Cpu cpu(2);
-    const auto model = open_llama(cpu, fixtures + "/llama-tiny-bf16");
-    CHECK(compare(model->prefill_all(tokens), want).worst <= 1e-4);
+    check_all_positions(fixtures + "/llama-tiny-bf16", reference_logits("llama-tiny-bf16"));
 }
 
 // What tessera does not run is refused by name, before anything is allocated.
@@ -206,4 +212,48 @@ TEST_CASE("Llama family: an unsupported config.json is refused naming the field"
     refused("\"model_type\": \"llama\"", "\"model_type\": \"gemma\"", "model_type 'gemma' is not llama, mistral, qwen2 or qwen3");
     refused("\"num_hidden_layers\": 2", "\"num_hidden_layers\": 1", "the block count is 1 but the checkpoint holds tensors of 2 blocks");
     std::filesystem::remove_all(dir);
+}
+
+// A Llama trained on Debian's fortunes (tests/data/fortunes-llama, tools/train_small_gpt2.py
+// --arch llama): its F16 checkpoint against the float64 reference over the same weights
+// (tools/llama_reference.py, ctest fixture `llama_fixtures`), and what each weight format costs
+// against f32 on held-out text, measured as llama.cpp's perplexity --kl-divergence reports it,
+// with GPT-2's bounds (test_quality.cpp): bf16 top-1 agreement >= 99%, Q8_0 mean KLD <= 0.002,
+// Q4_0 mean KLD <= 0.05, and more bits cost less. Measured values in bench/RESULTS.md.
+
+TEST_CASE("Trained Llama: all-position logits match the float64 reference", "[llama][trained]") {
+    check_all_positions(trained_llama, reference_logits(".", "fortunes-llama-logits.f64"));
+}
+
+TEST_CASE("Trained Llama: each format's distance from f32 on held-out text", "[llama][trained][quality]") {
+    const std::string text = io::read_whole_file(trained_llama + "/heldout.txt", std::size_t{1} << 24);
+    std::vector<TokenId> ids = open_tokenizer(trained_llama).encode(text);
+    ids.resize(std::min<std::size_t>(ids.size(), 4096));
+    Cpu cpu(2);
+    const auto base = open_llama(cpu, trained_llama);
+    std::vector<std::vector<float>> base_logits;
+    evaluate_perplexity(*base, ids, base->context_length(),
+                        [&](std::size_t, std::span<const float> l) { base_logits.emplace_back(l.begin(), l.end()); });
+    const auto cost = [&](WeightFormatId format) {
+        const auto model = open_llama(cpu, trained_llama, nullptr, format);
+        DistributionComparison c;
+        evaluate_perplexity(*model, ids, model->context_length(), [&](std::size_t t, std::span<const float> logits) {
+            if (t + 1 < ids.size()) c.add(base_logits[t], logits);
+        });
+        INFO(weight_format_name(format) << ": mean KLD " << c.mean() << ", top-1 " << c.top1_agreement());
+        std::printf("trained llama, %s: mean KLD %.6f, top-1 agreement %.4f\n", std::string(weight_format_name(format)).c_str(), c.mean(),
+                    c.top1_agreement());
+        return std::pair(c.mean(), c.top1_agreement());
+    };
+    const auto [bf16_kl, bf16_top1] = cost(WeightFormatId::bf16);
+    const auto [q8_kl, q8_top1] = cost(WeightFormatId::q8_0);
+    const auto [q4_kl, q4_top1] = cost(WeightFormatId::q4_0);
+    CHECK(bf16_top1 >= 0.99);
+    CHECK(q8_kl <= 0.002);
+    CHECK(q4_kl <= 0.05);
+    CHECK(bf16_kl < q4_kl);
+    CHECK(q8_kl < q4_kl);
+    CHECK(q4_kl > 0);
+    (void)q8_top1;
+    (void)q4_top1;
 }

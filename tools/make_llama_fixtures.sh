@@ -34,6 +34,9 @@ done
 # The same llama checkpoint in bf16 safetensors (loaded as float).
 [ -f "$out/llama-tiny-bf16/config.json" ] || $ref checkpoint --config llama-tiny --seed 2 --dtype BF16 --out "$out/llama-tiny-bf16" >/dev/null
 [ -f "$out/llama-tiny-bf16/logits.f64" ] || $ref logits --model "$out/llama-tiny-bf16" --tokens "$tokens" --out "$out/llama-tiny-bf16/logits.f64" >/dev/null
+# The trained Llama (tests/data/fortunes-llama): its reference logits, over its F16 weights.
+[ -f "$out/fortunes-llama-logits.f64" ] || $ref logits --model "$here/../tests/data/fortunes-llama" --tokens "$tokens" \
+    --out "$out/fortunes-llama-logits.f64" >/dev/null
 # Files that say what tessera does not run: each must be refused naming the key.
 bad() {  # name --set KEY=TYPE:VALUE
   local name=$1

@@ -19,7 +19,13 @@ their numbers).
 
 Written: config.json, model.safetensors (F16, as the model is committed), vocab.json and
 merges.txt (GPT-2's formats: 256 byte tokens, the merges, then <|endoftext|>), heldout.txt.
-The network is GPT-2's: learned positions, pre-LayerNorm blocks, tanh GELU, tied LM head.
+The network is GPT-2's: learned positions, pre-LayerNorm blocks, tanh GELU, tied LM head; or,
+with --arch llama, a Llama's (Hugging Face's LlamaForCausalLM names): RMSNorm, rotary
+positions over halves of each head, grouped-query attention (--kv-heads), a gated SiLU
+feed-forward (--inner), no biases, the head tied to the embedding, with the same tokenizer:
+
+  /usr/bin/python3 tools/train_small_gpt2.py --arch llama --out tests/data/fortunes-llama \
+      --layers 4 --embd 128 --heads 4 --kv-heads 2 --inner 352 --ctx 256
 """
 import argparse
 import collections
@@ -133,6 +139,64 @@ class Block(torch.nn.Module):
         return torch.softmax(s, dim=-1) @ v
 
 
+class RmsNorm(torch.nn.Module):
+    def __init__(self, c, eps=1e-5):
+        super().__init__()
+        self.weight, self.eps = torch.nn.Parameter(torch.ones(c)), eps
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+def rope(x, theta=10000.0):
+    """x (b, heads, t, d): Hugging Face's rotate_half over halves of each head."""
+    d, t = x.shape[-1], x.shape[-2]
+    inv = 1.0 / theta ** (torch.arange(0, d, 2, dtype=torch.float32) / d)
+    angle = torch.arange(t, dtype=torch.float32)[:, None] * inv[None, :]
+    cos, sin = torch.cat([angle.cos()] * 2, -1), torch.cat([angle.sin()] * 2, -1)
+    a, b = x[..., : d // 2], x[..., d // 2:]
+    return x * cos + torch.cat([-b, a], -1) * sin
+
+
+class LlamaBlock(torch.nn.Module):
+    def __init__(self, c, h, kv, inner):
+        super().__init__()
+        self.h, self.kv, self.d = h, kv, c // h
+        self.input_layernorm, self.post_attention_layernorm = RmsNorm(c), RmsNorm(c)
+        lin = lambda i, o: torch.nn.Linear(i, o, bias=False)  # noqa: E731
+        self.q_proj, self.k_proj, self.v_proj, self.o_proj = lin(c, c), lin(c, kv * self.d), lin(c, kv * self.d), lin(c, c)
+        self.gate_proj, self.up_proj, self.down_proj = lin(c, inner), lin(c, inner), lin(inner, c)
+
+    def forward(self, x):
+        b, t, c = x.shape
+        n = self.input_layernorm(x)
+        q = rope(self.q_proj(n).view(b, t, self.h, self.d).transpose(1, 2))
+        k = rope(self.k_proj(n).view(b, t, self.kv, self.d).transpose(1, 2))
+        v = self.v_proj(n).view(b, t, self.kv, self.d).transpose(1, 2)
+        k, v = (z.repeat_interleave(self.h // self.kv, dim=1) for z in (k, v))
+        a = Block.attend(q, k, v)
+        x = x + self.o_proj(a.transpose(1, 2).reshape(b, t, c))
+        n = self.post_attention_layernorm(x)
+        return x + self.down_proj(torch.nn.functional.silu(self.gate_proj(n)) * self.up_proj(n))
+
+
+class Llama(torch.nn.Module):
+    def __init__(self, vocab, c, layers, heads, kv_heads, inner):
+        super().__init__()
+        self.embed_tokens = torch.nn.Embedding(vocab, c)
+        self.layers = torch.nn.ModuleList(LlamaBlock(c, heads, kv_heads, inner) for _ in range(layers))
+        self.norm = RmsNorm(c)
+        for m in self.modules():
+            if isinstance(m, (torch.nn.Linear, torch.nn.Embedding)):
+                torch.nn.init.normal_(m.weight, std=0.02)
+
+    def forward(self, idx):
+        x = self.embed_tokens(idx)
+        for b in self.layers:
+            x = b(x)
+        return self.norm(x) @ self.embed_tokens.weight.T
+
+
 class Gpt2(torch.nn.Module):
     def __init__(self, vocab, ctx, c, layers, heads):
         super().__init__()
@@ -152,11 +216,24 @@ class Gpt2(torch.nn.Module):
         return self.ln_f(x) @ self.wte.weight.T
 
 
+def hf_llama_name(name):
+    """This script's Llama parameter name -> Hugging Face's ("layers.0.q_proj.weight" ->
+    "model.layers.0.self_attn.q_proj.weight")."""
+    for part, where in (("q_proj", "self_attn"), ("k_proj", "self_attn"), ("v_proj", "self_attn"), ("o_proj", "self_attn"),
+                        ("gate_proj", "mlp"), ("up_proj", "mlp"), ("down_proj", "mlp")):
+        name = name.replace(f".{part}.", f".{where}.{part}.")
+    return "model." + name
+
+
 def save(model, cfg, out):
-    """Hugging Face's GPT-2 names; Linear [out, in] written as Conv1D [in, out]; F16."""
+    """Hugging Face's GPT-2 names; Linear [out, in] written as Conv1D [in, out]; F16. A Llama:
+    its names under "model.", Linear as it is."""
     tensors = {}
     for name, p in model.state_dict().items():
         a = p.detach().numpy().astype(np.float32)
+        if cfg["model_type"] == "llama":
+            tensors[hf_llama_name(name)] = np.ascontiguousarray(a.astype("<f2"))
+            continue
         name = name.replace("mlp_proj", "mlp.c_proj").replace("c_fc", "mlp.c_fc")
         if ".c_attn." in name or (".c_proj." in name and "mlp" not in name):
             name = name.replace("c_attn", "attn.c_attn").replace("c_proj", "attn.c_proj")
@@ -187,6 +264,9 @@ def main():
     ap.add_argument("--heads", type=int, default=4)
     ap.add_argument("--ctx", type=int, default=128)
     ap.add_argument("--vocab", type=int, default=512, help="tokens, <|endoftext|> included")
+    ap.add_argument("--arch", choices=["gpt2", "llama"], default="gpt2")
+    ap.add_argument("--kv-heads", type=int, default=2, help="llama: key/value heads")
+    ap.add_argument("--inner", type=int, default=352, help="llama: the feed-forward's width")
     args = ap.parse_args()
     torch.manual_seed(args.seed)
     torch.set_num_threads(2)
@@ -217,7 +297,8 @@ def main():
     data = torch.tensor(stream, dtype=torch.long)
     print(f"{len(train)} fortunes, {len(data)} training tokens, vocabulary {eot + 1} ({time.time() - started:.0f} s)")
 
-    model = Gpt2(eot + 1, args.ctx, args.embd, args.layers, args.heads)
+    model = Gpt2(eot + 1, args.ctx, args.embd, args.layers, args.heads) if args.arch == "gpt2" else \
+        Llama(eot + 1, args.embd, args.layers, args.heads, args.kv_heads, args.inner)
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3, betas=(0.9, 0.95), weight_decay=0.1)
     gen = torch.Generator().manual_seed(args.seed)
     batch = 32
@@ -235,6 +316,15 @@ def main():
         opt.step()
         if step % 200 == 0 or step == args.steps - 1:
             print(f"step {step}: loss {loss.item():.3f} ({time.time() - started:.0f} s)", flush=True)
+    if args.arch == "llama":
+        cfg = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "num_hidden_layers": args.layers,
+               "hidden_size": args.embd, "num_attention_heads": args.heads, "num_key_value_heads": args.kv_heads,
+               "intermediate_size": args.inner, "max_position_embeddings": args.ctx, "vocab_size": eot + 1,
+               "hidden_act": "silu", "rms_norm_eps": 1e-5, "rope_theta": 10000.0, "tie_word_embeddings": True,
+               "bos_token_id": eot, "eos_token_id": eot}
+        save(model, cfg, out)
+        print(f"wrote {out} ({time.time() - started:.0f} s)")
+        return
     cfg = {"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"], "n_layer": args.layers, "n_head": args.heads,
            "n_embd": args.embd, "n_positions": args.ctx, "n_ctx": args.ctx, "vocab_size": eot + 1,
            "layer_norm_epsilon": 1e-5, "activation_function": "gelu_new", "bos_token_id": eot, "eos_token_id": eot}

@@ -9,6 +9,7 @@
 #include <tessera/backend/cpu.hpp>               // Cpu
 #include <tessera/core/error.hpp>                // ArgumentError, FormatError
 #include <tessera/models/llama_checkpoints.hpp>  // is_llama_family
+#include <tessera/models/load_gpt2.hpp>          // Gpt2Files
 #include <tessera/models/load_llama.hpp>         // open_llama
 #include <tessera/models/open_gpt2_on.hpp>       // open_gpt2_on
 
@@ -18,12 +19,13 @@ std::unique_ptr<LanguageModel> open_model_on(std::string_view backend, const std
                                              std::optional<WeightFormatId> weights, int cuda_device, std::optional<std::size_t> context) {
     const std::string architecture = model_architecture(path);
     if (architecture == "gpt2") {
-        auto model = open_gpt2_on(backend, path, cpu_threads, weights, cuda_device);
-        if (context && *context != model->context_length()) {
-            throw ArgumentError("a context of " + std::to_string(*context) + " positions: a GPT-2 keeps its own " +
-                                std::to_string(model->context_length()) + " (its position table's)");
+        if (context) {  // checked before any weight is read
+            if (const std::size_t own = Gpt2Files(path).hyperparameters().shape.n_ctx; *context != own) {
+                throw ArgumentError("a context of " + std::to_string(*context) + " positions: a GPT-2 keeps its own " +
+                                    std::to_string(own) + " (its position table's)");
+            }
         }
-        return model;
+        return open_gpt2_on(backend, path, cpu_threads, weights, cuda_device);
     }
     if (!is_llama_family(architecture)) {
         throw FormatError(path.string() + ": the architecture '" + architecture + "' is not supported (gpt2, llama, mistral, qwen2, qwen3 are)");

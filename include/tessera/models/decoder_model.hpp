@@ -312,15 +312,20 @@ private:
         return s;
     }
 
+    // ArgumentError unless `tokens` more fit in the sequence after its position.
+    static void check_fits(const Sequence& seq, std::size_t tokens) {
+        if (tokens > seq.context_length() - seq.position()) {
+            throw ArgumentError(std::string(Arch::model_name) + ": " + std::to_string(tokens) + " tokens at position " +
+                                std::to_string(seq.position()) + " exceed the context of " + std::to_string(seq.context_length()) +
+                                " positions");
+        }
+    }
+
     // Runs all but the last chunk of prefill_chunk tokens (their logits unused) after checking
     // that the whole fits; returns the rest.
     std::span<const TokenId> run_leading_chunks(std::span<const TokenId> tokens) {
         if (tokens.size() <= prefill_chunk) return tokens;
-        if (tokens.size() > own_.context_length() - own_.position()) {
-            throw ArgumentError(std::string(Arch::model_name) + ": " + std::to_string(tokens.size()) + " tokens at position " +
-                                std::to_string(own_.position()) + " exceed the context of " + std::to_string(own_.context_length()) +
-                                " positions");
-        }
+        check_fits(own_, tokens.size());
         [[maybe_unused]] const auto active = tessera::activate(*backend_);
         while (tokens.size() > prefill_chunk) {
             const SequenceTokens chunk{&own_, tokens.first(prefill_chunk)};
@@ -393,10 +398,7 @@ private:
             bf16_keys = bf16_keys || seq.kv_precision() == KvPrecision::bf16;
             const std::size_t t = batch[i].tokens.size();
             if (t == 0) throw ArgumentError(std::string(Arch::model_name) + ": no tokens to run");
-            if (t > seq.context_length() - seq.position()) {
-                throw ArgumentError(std::string(Arch::model_name) + ": " + std::to_string(t) + " tokens at position " + std::to_string(seq.position()) +
-                                    " exceed the context of " + std::to_string(seq.context_length()) + " positions");
-            }
+            check_fits(seq, t);
             for (std::size_t j = 0; j < i; ++j) {
                 if (batch[j].sequence == batch[i].sequence) throw ArgumentError(std::string(Arch::model_name) + ": a sequence appears twice in one step");
             }

@@ -136,7 +136,7 @@ inline LlamaShape gguf_llama_shape(const io::GgufFile& file) {
         fail("metadata '" + k + "rope.dimension_count' is " + std::to_string(file.unsigned_value(k + "rope.dimension_count")) +
              ": rotary positions over part of a head (head_dim " + std::to_string(s.head_dim()) + ") are not supported");
     }
-    if (const io::GgufValue* type = file.find(k + "rope.scaling.type")) {
+    if (file.find(k + "rope.scaling.type")) {
         const std::string t = file.string_value(k + "rope.scaling.type");
         if (t == "linear") {
             s.rope.scaling.kind = RopeScaling::Kind::linear;
@@ -144,7 +144,6 @@ inline LlamaShape gguf_llama_shape(const io::GgufFile& file) {
         } else if (t != "none") {
             fail("metadata '" + k + "rope.scaling.type' is '" + t + "': only none and linear (and Llama 3's rope_freqs) are supported");
         }
-        (void)type;
     }
     if (const io::GgufTensorInfo* freqs = file.find_tensor("rope_freqs.weight")) {
         if (freqs->ne.size() != 1 || freqs->ne[0] != s.head_dim() / 2) {

@@ -5,7 +5,8 @@
 #
 # LLAMA_CPP_DIR: a llama.cpp source tree whose tools are built in LLAMA_CPP_DIR/build/bin
 #   (cmake -B build -DGGML_NATIVE=ON -DLLAMA_CURL=OFF && cmake --build build --target llama-bench llama-quantize)
-# MODEL: a GPT-2 directory (config.json, model.safetensors, vocab.json, merges.txt) or a .gguf.
+# MODEL: a GPT-2 directory (config.json, model.safetensors, vocab.json, merges.txt), or an f32
+# .gguf of any architecture both run (a Llama-family one: tools/llama_reference.py gguf-random).
 # WORK_DIR: where the GGUF files go (default: a fresh folder under /tmp).
 #
 # The f32 GGUF comes from tessera's examples/quantize (the same bytes as llama.cpp's
@@ -23,7 +24,9 @@
 # (-DGGML_AVX512=ON -DGGML_AVX512_VNNI=ON -DGGML_AVX512_BF16=ON ...) and -DGGML_AMX_INT8=OFF:
 # 80fb11a's AMX path crashed on Q8_0 files here (segmentation fault in llama-bench).
 # Environment: TESSERA_BUILD (default build), THREADS (2), ROUNDS (3), PP (16,64,512), TG (128),
-# FORMATS (f32 bf16 q8_0 q4_0).
+# FORMATS (f32 bf16 q8_0 q4_0), CTX (bench_gpt2's --ctx-size for a Llama-family file, whose KV
+# cache is allocated for its whole context: e.g. 4608; llama-bench sizes its own), DEPTH
+# (llama-bench's -d and bench_gpt2's --depth: pp and tg after that many positions in the cache).
 # BATCH=1,2,4,8,16 measures aggregate decode instead: that many sequences decoded together, each
 # after a 16-token prompt, TG steps (tessera's bench_gpt2 --batch against llama-batched-bench's
 # S_TG); it writes batched.csv and batched.svg (bench/plot_batched.py) into WORK_DIR.
@@ -43,6 +46,9 @@ pp=${PP:-16,64,512}
 tg=${TG:-128}
 read -r -a formats <<<"${FORMATS:-f32 bf16 q8_0 q4_0}"
 batch=${BATCH:-}
+depth=${DEPTH:-0}
+tessera_ctx=()
+[[ -z ${CTX:-} ]] || tessera_ctx=(--ctx-size "$CTX")
 
 llama_bench=$llama_dir/build/bin/llama-bench
 llama_quantize=$llama_dir/build/bin/llama-quantize
@@ -54,12 +60,17 @@ done
 mkdir -p "$work"
 echo "load: $(cut -d' ' -f1-3 /proc/loadavg) (1/5/15 min), $(nproc) cores; llama.cpp $(git -C "$llama_dir" rev-parse --short HEAD 2>/dev/null || echo '(no git)')"
 
-# The files: f32 by tessera, the rest by llama-quantize from that f32.
-f32=$work/gpt2-f32.gguf
-[[ -s $f32 ]] || "$build/examples/quantize" --model "$model" --out "$f32" --weights f32 >/dev/null
+# The files: f32 by tessera's quantize from a GPT-2 directory (or MODEL itself, a .gguf), the
+# rest by llama-quantize from that f32.
+f32=$work/model-f32.gguf
+if [[ $model == *.gguf ]]; then
+    [[ -e $f32 ]] || ln -s "$(realpath "$model")" "$f32"
+else
+    [[ -s $f32 ]] || "$build/examples/quantize" --model "$model" --out "$f32" --weights f32 >/dev/null
+fi
 files=()
 for f in "${formats[@]}"; do
-    file=$work/gpt2-$f.gguf
+    file=$work/model-$f.gguf
     if [[ $f != f32 && ! -s $file ]]; then
         "$llama_quantize" "$f32" "$file" "${f^^}" >"$work/quantize-$f.log" 2>&1 ||
             { echo "compare_llama_cpp: llama-quantize to $f failed, see $work/quantize-$f.log" >&2; exit 1; }
@@ -72,7 +83,8 @@ done
 if [[ -n $batch ]]; then
     most=$(tr ',' '\n' <<<"$batch" | sort -n | tail -1)
     run_tessera() {
-        "$build/bench/bench_gpt2" --model "$2" --threads "$threads" --batch "$batch" --tg "$tg" --rounds 2 >>"$work/tessera-batch-$1.txt"
+        "$build/bench/bench_gpt2" --model "$2" --threads "$threads" --batch "$batch" --tg "$tg" --rounds 2 "${tessera_ctx[@]}" \
+            >>"$work/tessera-batch-$1.txt"
     }
     run_llama() {
         "$llama_batched" -m "$2" -t "$threads" -c $((most * (16 + tg))) -b 2048 -ub 512 -npp 16 -ntg "$tg" \
@@ -82,10 +94,11 @@ if [[ -n $batch ]]; then
     kind=-batch
 else
     run_tessera() {
-        "$build/bench/bench_gpt2" --model "$2" --threads "$threads" --pp "$pp" --tg "$tg" --rounds 2 >>"$work/tessera-$1.txt"
+        "$build/bench/bench_gpt2" --model "$2" --threads "$threads" --pp "$pp" --tg "$tg" --rounds 2 --depth "$depth" \
+            "${tessera_ctx[@]}" >>"$work/tessera-$1.txt"
     }
     run_llama() {
-        "$llama_bench" -m "$2" -t "$threads" -p "$pp" -n "$tg" -r 2 -o jsonl 2>>"$work/llama-$1.log" |
+        "$llama_bench" -m "$2" -t "$threads" -p "$pp" -n "$tg" -d "$depth" -r 2 -o jsonl 2>>"$work/llama-$1.log" |
             sed "s|^{|{\"file\": \"$2\", |" >>"$work/llama-$1.jsonl"
     }
     kind=
@@ -118,7 +131,7 @@ for r in range(1, rounds + 1):
         else: test, speed = (f"pp{row['n_prompt']}" if row["n_gen"] == 0 else f"tg{row['n_gen']}"), row["avg_ts"]
         llama.setdefault((row["file"], test), {})[r] = speed
 tests = sorted({t for (_, t) in tessera}, key=lambda t: t if batch else (t[:2] == "tg", int(t[2:])))
-name = lambda f: os.path.basename(f).removeprefix("gpt2-").removesuffix(".gguf")
+name = lambda f: os.path.basename(f).removeprefix("model-").removesuffix(".gguf")
 what = "aggregate decode tokens/s" if batch else "tokens/s"
 print(f"\n{what}, medians of {rounds} rounds: tessera / llama.cpp = the median of the rounds' ratios (their range)\n")
 print("| format | " + " | ".join(f"{t} seq" if batch else t for t in tests) + " |")

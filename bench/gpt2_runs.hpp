@@ -1,7 +1,7 @@
 #pragma once
 // The two timed runs of the end-to-end GPT-2 benchmarks (bench_gpt2, bench_gpt2_cuda),
-// llama-bench style: pp = prefill of an n-token prompt; tg = decode steps after a 1-token
-// prompt, greedy, each step's logits on the host before the next (tg_argmax: the greedy token
+// llama-bench style: pp = prefill of an n-token prompt (at a depth: after that many positions);
+// tg = decode steps after a 1-token prompt (at a depth: after that many), greedy, each step's logits on the host before the next (tg_argmax: the greedy token
 // found by the model instead); tg_batched = the same for
 // several sequences decoded together (llama-batched-bench's S_TG). Wall-clock seconds.
 #include <algorithm>
@@ -27,8 +27,10 @@ struct Gpt2Runs {
         return p;
     }
 
-    double pp(const std::vector<TokenId>& prompt) const {
+    // After `depth` positions already in the cache (not timed; llama-bench's -d).
+    double pp(const std::vector<TokenId>& prompt, std::size_t depth = 0) const {
         model.reset();
+        if (depth > 0) model.prefill(prompt_of(depth));
         const auto t0 = std::chrono::steady_clock::now();
         model.prefill(prompt);
         return seconds_since(t0);

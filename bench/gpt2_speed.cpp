@@ -4,7 +4,8 @@
 //
 //   build/bench/bench_gpt2 --model build/gpt2_fixtures/gpt2-124m [--model M2.gguf ...] [--threads 2]
 //                          [--pp 16,64,512] [--tg 128] [--rounds 4] [--weights f32,bf16,q8_0,q4_0]
-//                          [--batch 1,2,4,8,16] [--warm-up yes|no] [--kv-cache f32,bf16] [--ctx-size N]
+//                          [--batch 1,2,4,8,16] [--warm-up yes|no] [--kv-cache f32,bf16,q8_0] [--ctx-size N]
+//                          [--tg-prompt N | --depth N]
 // --warm-up (default yes): each timed prompt run follows an untimed run of the same prompt, as
 // llama-bench's warm-up run does (the bandwidth sample before them evicts the caches; with
 // "no" every prompt is timed with the weights cold, which a CPU whose last-level cache holds a
@@ -14,7 +15,9 @@
 // --kv-cache: each model once per KV cache precision (default f32). --tg-prompt N: tg after an
 // N-token prompt instead of one token, and --batch's prompts (default 16): decoding deeper in
 // the context, where the cache's reads count. --ctx-size N: a Llama-family model over N positions
-// (its keys and values for the whole context are allocated up front).
+// (its keys and values for the whole context are allocated up front). --depth N: llama-bench's
+// -d N: each prompt (pp) and the decoding (tg) after N positions already in the cache (filled
+// untimed before every run).
 // Each --model (a directory or a .gguf, of any architecture tessera runs) runs as stored, or once per --weights format; all are
 // measured in the same interleaved rounds (ratios free of the machine's drift). One directory of
 // the 124M shape without --weights also runs the static GPT2<GPT2Small, Cpu>.
@@ -134,6 +137,7 @@ int run(int argc, char** argv) {
     bool warm_up = true;
     std::vector<tessera::KvPrecision> kv_caches;
     std::optional<std::size_t> tg_prompt, context;
+    std::size_t depth = 0;
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string flag = argv[i], value = argv[i + 1];
         if (flag == "--model") paths.push_back(value);
@@ -145,8 +149,9 @@ int run(int argc, char** argv) {
         else if (flag == "--warm-up" && (value == "yes" || value == "no")) warm_up = value == "yes";
         else if (flag == "--ctx-size") context = whole_numbers(flag, value).at(0);
         else if (flag == "--tg-prompt") tg_prompt = std::max<std::size_t>(1, whole_numbers(flag, value).at(0));
+        else if (flag == "--depth") depth = whole_numbers(flag, value).at(0), tg_prompt = std::max<std::size_t>(1, depth);
         else if (flag == "--kv-cache") {
-            for (const auto kv : comma_separated(flag, value, "f32 or bf16", tessera::kv_precision_named)) kv_caches.push_back(kv);
+            for (const auto kv : comma_separated(flag, value, "f32, bf16 or q8_0", tessera::kv_precision_named)) kv_caches.push_back(kv);
         } else if (flag == "--weights") {
             for (const auto id : comma_separated(flag, value, "f32, bf16, q8_0 or q4_0", tessera::weight_format_named)) formats.push_back(id);
         } else {
@@ -162,6 +167,11 @@ int run(int argc, char** argv) {
     const auto bytes_per_weight = [](tessera::WeightFormatId id) {
         return tessera::with_stored_type(id, [&]<class W>() { return double(sizeof(W)) / double(tessera::WeightFormat<W>::block); });
     };
+    const auto kv_bytes_per_value = [&](tessera::KvPrecision kv) {  // the cache's formats are weight formats' types
+        return bytes_per_weight(kv == tessera::KvPrecision::f32    ? tessera::WeightFormatId::f32
+                                : kv == tessera::KvPrecision::bf16 ? tessera::WeightFormatId::bf16
+                                                                   : tessera::WeightFormatId::q8_0);
+    };
     if (kv_caches.empty()) kv_caches.push_back(tessera::KvPrecision::f32);
     const auto add = [&](const auto& open, const std::string& path, const auto& shape) {
         for (const tessera::KvPrecision kv : kv_caches) {
@@ -171,7 +181,7 @@ int run(int argc, char** argv) {
             const tessera::bench::Gpt2Traffic traffic(shape, bytes_per_weight(id), bytes_per_weight(tessera::head_weight_format(
                                                           // (a Llama's head: head_weight_t<W, dyn>)
                                                           id, std::is_same_v<std::decay_t<decltype(shape)>, tessera::GPT2Shape> ? shape.n_embd : tessera::dyn)),
-                                                      kv == tessera::KvPrecision::bf16 ? 2.0 : 4.0);
+                                                      kv_bytes_per_value(kv));
             models.push_back({std::move(model), path, traffic, std::vector<double>(pps.size()), 0.0, std::vector<double>(batches.size())});
         }
     };
@@ -197,7 +207,7 @@ int run(int argc, char** argv) {
     for (const std::size_t pp : pps) prompts.push_back(first.prompt_of(pp));
     for (auto& m : models) {  // warm-up, and the peak memory of a full run
         const tessera::bench::Gpt2Runs<tessera::LanguageModel> runs{*m.model};
-        runs.pp(prompts.back());
+        runs.pp(prompts.back(), depth);
         runs.tg(tg, tg_prompt.value_or(1));
     }
     const double rss = peak_rss_bytes();
@@ -214,8 +224,8 @@ int run(int argc, char** argv) {
             const tessera::bench::Gpt2Runs<tessera::LanguageModel> runs{*m.model};
             meter.sample(samples);
             for (std::size_t p = 0; p < prompts.size(); ++p) {
-                if (warm_up) runs.pp(prompts[p]);
-                m.pp_seconds[p] += runs.pp(prompts[p]);
+                if (warm_up) runs.pp(prompts[p], depth);
+                m.pp_seconds[p] += runs.pp(prompts[p], depth);
             }
             meter.sample(samples);
             m.tg_seconds += runs.tg(tg, tg_prompt.value_or(1));
@@ -226,6 +236,7 @@ int run(int argc, char** argv) {
     const double bw_mean = samples.mean().read_bytes_per_second;
     std::printf("%u threads; read bandwidth (1 GiB sum, sampled between the runs): mean %.1f GB/s\n", threads,
                 bw_mean / 1e9);
+    if (depth > 0) std::printf("each prompt and the decoding after %zu positions already in the cache (--depth)\n", depth);
     double all_weight_bytes = 0, kv_cache_bytes = 0;
     for (const Measured& m : models) {
         const double step_bytes = m.traffic.decode_step_bytes(static_cast<double>(tg), static_cast<double>(tg_prompt.value_or(1)));

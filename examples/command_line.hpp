@@ -103,17 +103,19 @@ inline CLI::Option* add_weights_option(CLI::App& app, std::optional<WeightFormat
         ->type_name("FORMAT");
 }
 
-// --kv-cache f32|bf16: how the KV cache stores keys and values (bf16: half the memory).
+// --kv-cache f32|bf16|q8_0: how the KV cache stores keys and values (bf16: half the memory,
+// q8_0: 0.27 of it).
 inline CLI::Option* add_kv_cache_option(CLI::App& app, KvPrecision& kv) {
     return app
         .add_option_function<std::string>(
             "--kv-cache",
             [&kv](const std::string& name) {
                 const auto p = kv_precision_named(name);
-                if (!p) throw CLI::ValidationError("--kv-cache", "must be f32 or bf16, got '" + name + "'");
+                if (!p) throw CLI::ValidationError("--kv-cache", "must be f32, bf16 or q8_0, got '" + name + "'");
                 kv = *p;
             },
-            "how the KV cache stores keys and values: f32 (default) or bf16 (half the memory; cpu backend)")
+            "how the KV cache stores keys and values: f32 (default), bf16 (half the memory) or q8_0 (0.27 of it; "
+            "head_dim a multiple of 32); bf16 and q8_0 on the cpu backend")
         ->type_name("PRECISION");
 }
 

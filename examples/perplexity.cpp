@@ -2,7 +2,7 @@
 //
 //   perplexity --model DIR --text-file F      (tokenized with DIR's vocab.json + merges.txt)
 //   perplexity --model DIR --tokens-file F    (whitespace-separated token ids)
-//   [--stride S] [--threads N] [--dump-logits OUT] [--weights FORMAT] [--kv-cache f32|bf16]
+//   [--stride S] [--threads N] [--dump-logits OUT] [--weights FORMAT] [--kv-cache f32|bf16|q8_0]
 //   [--kl-divergence-base OUT]   (save this model's distributions: run it with f32 weights)
 //   [--kl-divergence BASE]       (compare with them: KL divergence, top-1 agreement, as
 //                                 llama.cpp's perplexity --kl-divergence reports them)

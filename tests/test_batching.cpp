@@ -186,20 +186,26 @@ TEST_CASE("Batched decode steps allocate nothing once the capacity is reserved",
 }
 
 // A bf16 KV cache rounds each key and value to 8 significant bits (relative error up to 2⁻⁹);
-// attention averages many of them, so the logits move far less than that: measured 4.4e-3 of
-// the largest |logit| over 16 prompts and 24 greedy steps, bound 2e-2 (a mixed-up cache moves
-// them by their own size). Greedy tokens: at least 95% the f32 cache's (measured 100%; a
-// near-tie may flip, and after a flip the continuations differ). The cache takes half the
-// bytes, and decoding with it in a batch gives the same greedy tokens as alone.
-TEST_CASE("A bf16 KV cache: half the memory, logits close to the f32 cache's", "[batching][kv]") {
-    with_model<float>([](auto& model) {
+// a q8_0 one to 1/254 of the largest magnitude in its block of 32 values of one head. Attention
+// averages many of them, so the logits move far less than that: measured 4.4e-3 (bf16) and
+// 7.8e-3 (q8_0) of the largest |logit| over 16 prompts and 24 greedy steps, bound 2e-2 (a
+// mixed-up cache moves them by their own size). Greedy tokens: at least 95% the f32 cache's
+// (measured 100% for both; a near-tie may flip, and after a flip the continuations differ). The
+// cache takes half the bytes (q8_0: 34 per 128), and decoding with it in a batch gives the same
+// greedy tokens as alone.
+TEST_CASE("A bf16 or q8_0 KV cache: less memory, logits close to the f32 cache's", "[batching][kv]") {
+    const KvPrecision precision = GENERATE(KvPrecision::bf16, KvPrecision::q8_0);
+    const std::string name(kv_precision_name(precision));
+    INFO(name << " KV cache");
+    with_model<float>([&](auto& model) {
         const auto ps = prompts();
         const std::size_t f32_bytes = model.kv_bytes();
         CHECK(f32_bytes == 2 * model.n_layers() * model.context_length() * model.shape().n_embd * sizeof(float));
         const auto f32 = continue_greedily(model, ps, 24, false);
-        model.use_kv_cache(KvPrecision::bf16);
-        CHECK(model.kv_cache() == KvPrecision::bf16);
-        CHECK(model.kv_bytes() * 2 == f32_bytes);
+        model.use_kv_cache(precision);
+        CHECK(model.kv_cache() == precision);
+        if (precision == KvPrecision::bf16) CHECK(model.kv_bytes() * 2 == f32_bytes);
+        else CHECK(model.kv_bytes() * 4 * 32 == f32_bytes * sizeof(Q8_0));
         const auto alone = continue_greedily(model, ps, 24, false);
         const auto together = continue_greedily(model, ps, 24, true);
         double worst = 0;
@@ -215,17 +221,17 @@ TEST_CASE("A bf16 KV cache: half the memory, logits close to the f32 cache's", "
             }
         }
         tokens = ps.size() * f32[0].tokens.size();
-        INFO("bf16 against f32 cache: largest difference " << worst << ", greedy tokens equal " << same << " of " << tokens);
+        INFO(name << " against f32 cache: largest difference " << worst << ", greedy tokens equal " << same << " of " << tokens);
         CHECK(worst <= 2e-2);
         CHECK(worst > 0);  // the cache is rounded
         CHECK(double(same) >= 0.95 * double(tokens));
-        WARN("bf16 KV cache against f32: " << worst << ", greedy tokens equal " << same << " of " << tokens);
+        WARN(name << " KV cache against f32: " << worst << ", greedy tokens equal " << same << " of " << tokens);
         // A sequence made before the switch keeps its f32 cache; one step may mix the two.
         model.use_kv_cache(KvPrecision::f32);
         auto f32_seq = model.new_sequence();
-        model.use_kv_cache(KvPrecision::bf16);
-        auto bf16_seq = model.new_sequence();
-        const std::vector<SequenceTokens> mixed{{f32_seq.get(), ps[3]}, {bf16_seq.get(), ps[4]}};
+        model.use_kv_cache(precision);
+        auto rounded_seq = model.new_sequence();
+        const std::vector<SequenceTokens> mixed{{f32_seq.get(), ps[3]}, {rounded_seq.get(), ps[4]}};
         const auto got = model.step(mixed);
         const std::size_t v = model.vocabulary_size();
         CHECK(relative_difference(got.subspan(0, v), f32[3].logits[0]) <= 1e-4);    // as in the batch test above
@@ -237,9 +243,10 @@ TEST_CASE("A bf16 KV cache: half the memory, logits close to the f32 cache's", "
     });
 }
 
-TEST_CASE("Decode steps into a bf16 KV cache allocate nothing once the capacity is reserved", "[batching][kv]") {
-    with_model<float>([](auto& model) {
-        model.use_kv_cache(KvPrecision::bf16);
+TEST_CASE("Decode steps into a bf16 or q8_0 KV cache allocate nothing once the capacity is reserved", "[batching][kv]") {
+    const KvPrecision precision = GENERATE(KvPrecision::bf16, KvPrecision::q8_0);
+    with_model<float>([&](auto& model) {
+        model.use_kv_cache(precision);
         model.prefill(prompts()[5]);  // the model's own sequence decodes alongside
         CHECK(batched_decode_allocations(model, 4, [&] { model.decode(42); }) == 0);
     });

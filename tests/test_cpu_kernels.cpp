@@ -257,32 +257,44 @@ TEST_CASE("causal_attention on the tiles: a query's output has the same bits in 
     CHECK(std::equal(chunk.data(), chunk.data() + chunk.size(), full.data() + (t - tail) * heads * dim));
 }
 
-// bf16 keys and values (a bf16 KV cache) are widened to float in the kernel: the result is
-// float attention over the widened values, against the float64 reference over the same values
-// (within 1e-5, as above), for the per-query path (tq 1 and 3), the matrix-product path (tq >=
-// 16; head_dim 32 on the AVX-512 tiles where the CPU has them), and several sequences in one call. Against float attention over the unrounded values
-// it differs by bf16's rounding (2⁻⁹ relative per value): checked at least once above 1e-4
-// there, so that a kernel that read the floats instead would fail.
-TEST_CASE("causal_attention over bf16 keys and values is float attention over their widened values", "[cpu][attention]") {
+// bf16 or Q8_0 keys and values (a KV cache of that precision) are widened to float in the
+// kernel: the result is float attention over the widened values, against the float64 reference
+// over the same values (within 1e-5, as above), for the per-query path (tq 1 and 3), the
+// matrix-product path (tq >= 16; head_dim 32 on the AVX-512 tiles where the CPU has them), and
+// several sequences in one call. Against float attention over the unrounded values it differs
+// by the rounding (bf16: 2⁻⁹ relative per value; Q8_0: 1/254 of its block's largest
+// magnitude): checked at least once above 1e-4 there, so that a kernel that read the floats
+// instead would fail. Q8_0 holds a head in blocks of 32 values: head_dim 32 and 64.
+TEMPLATE_TEST_CASE("causal_attention over bf16 or Q8_0 keys and values is float attention over their widened values",
+                   "[cpu][attention]", bf16, Q8_0) {
+    constexpr bool blocks = std::is_same_v<TestType, Q8_0>;
+    constexpr std::size_t per = blocks ? 32 : 1;  // values per stored element
     const unsigned threads = GENERATE(1u, 2u);
     const std::size_t tk = GENERATE(3u, 40u);
     const std::size_t tq = GENERATE_COPY(values<std::size_t>({1u, 3u, tk}));
-    const std::size_t dim = GENERATE(17u, 32u);
+    const std::size_t dim = GENERATE_COPY(values<std::size_t>({blocks ? 32u : 17u, blocks ? 64u : 32u}));
     constexpr std::size_t heads = 3;
     Cpu cpu(threads);
     Tensor<float, Extents<dyn, heads, dyn>, Cpu> q(tq, dim), out(tq, dim), exact(tq, dim), k(tk, dim), v(tk, dim);
-    Tensor<bf16, Extents<dyn, heads, dyn>, Cpu> k16(tk, dim), v16(tk, dim);
-    const auto qv = random_values(q.size(), 21, -2.0f, 2.0f), kv = random_values(k16.size(), 22, -2.0f, 2.0f),
-               vv = random_values(v16.size(), 23);
+    Tensor<TestType, Extents<dyn, heads, dyn>, Cpu> k_stored(tk, dim / per), v_stored(tk, dim / per);
+    const auto qv = random_values(q.size(), 21, -2.0f, 2.0f), kv = random_values(k.size(), 22, -2.0f, 2.0f),
+               vv = random_values(v.size(), 23);
     fill(q, qv);
     fill(k, kv);
     fill(v, vv);
-    convert(k, k16);
-    convert(v, v16);
     std::vector<float> k_widened(kv.size()), v_widened(vv.size());
-    for (std::size_t i = 0; i < kv.size(); ++i) k_widened[i] = static_cast<float>(k16.data()[i]);
-    for (std::size_t i = 0; i < vv.size(); ++i) v_widened[i] = static_cast<float>(v16.data()[i]);
-    causal_attention(cpu, q, k16, v16, out);
+    if constexpr (blocks) {
+        WeightFormat<Q8_0>::quantize(kv.data(), k_stored.data(), kv.size());
+        WeightFormat<Q8_0>::quantize(vv.data(), v_stored.data(), vv.size());
+        WeightFormat<Q8_0>::dequantize(k_stored.data(), k_widened.data(), kv.size());
+        WeightFormat<Q8_0>::dequantize(v_stored.data(), v_widened.data(), vv.size());
+    } else {
+        convert(k, k_stored);
+        convert(v, v_stored);
+        for (std::size_t i = 0; i < kv.size(); ++i) k_widened[i] = static_cast<float>(k_stored.data()[i]);
+        for (std::size_t i = 0; i < vv.size(); ++i) v_widened[i] = static_cast<float>(v_stored.data()[i]);
+    }
+    causal_attention(cpu, q, k_stored, v_stored, out);
     INFO("tq=" << tq << " tk=" << tk << " dim=" << dim << " threads=" << threads);
     const auto want = test::attention_reference(qv, k_widened, v_widened, tq, tk, heads, dim);
     CHECK(worst_error_ratio(out.data(), want, 1e-5, 0.0) <= 1.0);
@@ -293,15 +305,24 @@ TEST_CASE("causal_attention over bf16 keys and values is float attention over th
 
     // Two sequences in one call: each gets what it gets alone.
     Tensor<float, Extents<dyn, heads, dyn>, Cpu> out2(tq, dim);
-    const std::vector<AttentionOperands<Cpu, bf16>> each{
-        {input_operand<3, Cpu>(q), stored_operand<3, Cpu>(k16), stored_operand<3, Cpu>(v16), output_operand<3, Cpu>(out2)},
-        {input_operand<3, Cpu>(q.view().rows(tq - 1, 1)), stored_operand<3, Cpu>(k16.view().rows(0, tk)),
-         stored_operand<3, Cpu>(v16.view().rows(0, tk)), output_operand<3, Cpu>(exact.view().rows(0, 1))}};
-    causal_attention(cpu, std::span<const AttentionOperands<Cpu, bf16>>(each));
+    const std::vector<AttentionOperands<Cpu, TestType>> each{
+        {input_operand<3, Cpu>(q), stored_operand<3, Cpu>(k_stored), stored_operand<3, Cpu>(v_stored), output_operand<3, Cpu>(out2)},
+        {input_operand<3, Cpu>(q.view().rows(tq - 1, 1)), stored_operand<3, Cpu>(k_stored.view().rows(0, tk)),
+         stored_operand<3, Cpu>(v_stored.view().rows(0, tk)), output_operand<3, Cpu>(exact.view().rows(0, 1))}};
+    causal_attention(cpu, std::span<const AttentionOperands<Cpu, TestType>>(each));
     CHECK(std::equal(out.data(), out.data() + out.size(), out2.data()));
     if (tq < cpu::attention_block_queries) {  // the same per-query path alone and together
         CHECK(std::equal(exact.data(), exact.data() + heads * dim, out.data() + (tq - 1) * heads * dim));
     }
+}
+
+// A Q8_0 key tensor's last extent counts blocks: one whose blocks do not make q's head_dim is
+// refused naming both.
+TEST_CASE("causal_attention refuses Q8_0 keys whose blocks do not make q's head_dim", "[cpu][attention][errors]") {
+    Cpu cpu(1);
+    Tensor<float, Extents<dyn, 2, dyn>, Cpu> q(4, 64), out(4, 64);
+    Tensor<Q8_0, Extents<dyn, 2, dyn>, Cpu> k(4, 1), v(4, 1);  // 32 values per head, not 64
+    CHECK_THROWS_WITH(causal_attention(cpu, q, k, v, out), Catch::Contains("head_dim"));
 }
 
 // Grouped-query attention (H query heads over Hkv key/value heads) is multi-head attention with

@@ -84,10 +84,12 @@ TEST_CASE("Quality: each format's distance from f32 on the trained model", "[qua
     const Quality q8 = measure(base, ids, WeightFormatId::q8_0);
     const Quality q4 = measure(base, ids, WeightFormatId::q4_0);
     const Quality kv = measure(base, ids, WeightFormatId::f32, KvPrecision::bf16);
+    const Quality kv_q8 = measure(base, ids, WeightFormatId::f32, KvPrecision::q8_0);
     INFO("bf16: perplexity " << bf16.perplexity << ", mean KLD " << bf16.mean_kl << ", top-1 " << bf16.top1);
     INFO("q8_0: perplexity " << q8.perplexity << ", mean KLD " << q8.mean_kl << ", top-1 " << q8.top1);
     INFO("q4_0: perplexity " << q4.perplexity << ", mean KLD " << q4.mean_kl << ", top-1 " << q4.top1);
     INFO("f32 + bf16 KV cache: perplexity " << kv.perplexity << ", mean KLD " << kv.mean_kl << ", top-1 " << kv.top1);
+    INFO("f32 + q8_0 KV cache: perplexity " << kv_q8.perplexity << ", mean KLD " << kv_q8.mean_kl << ", top-1 " << kv_q8.top1);
     CHECK(bf16.top1 >= 0.99);
     CHECK(q8.mean_kl <= 0.002);
     CHECK(q4.mean_kl <= 0.05);
@@ -98,6 +100,9 @@ TEST_CASE("Quality: each format's distance from f32 on the trained model", "[qua
     CHECK(q8.mean_kl < q4.mean_kl);
     CHECK(0 < kv.mean_kl);
     CHECK(kv.mean_kl < bf16.mean_kl);
+    CHECK(kv_q8.top1 >= 0.99);
+    CHECK(0 < kv_q8.mean_kl);
+    CHECK(kv_q8.mean_kl < q8.mean_kl);
 }
 
 // Q6_K (6.56 bits per weight) is coarser than Q8_0 (8.5), so the head costs more than a Q8_0 one,

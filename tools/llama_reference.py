@@ -226,6 +226,16 @@ def gguf_name(hf):
 FILE_TYPE = {"f32": 0, "f16": 1, "q4_0": 2, "q8_0": 7, "bf16": 32}
 
 
+def tokenizer_metadata(model_dir, arch, vocab):
+    """The model's byte-level BPE (vocab.json + merges.txt, as GPT-2's converter writes it) where
+    the directory has one; else llama.cpp's tokenizer model "none" with the vocabulary's size,
+    which it runs on ids (dummy tokens): the random checkpoints have no tokenizer."""
+    if model_dir is not None and (model_dir / "vocab.json").exists():
+        import hf_to_gguf
+        return hf_to_gguf.tokenizer_metadata(model_dir)
+    return [("tokenizer.ggml.model", gw.STRING, "none"), (arch + ".vocab_size", gw.U32, vocab)]
+
+
 def write_gguf(args):
     cfg, w = gpt2_reference.load(args.model)
     arch = cfg["model_type"]
@@ -244,6 +254,7 @@ def write_gguf(args):
         meta += [(k + "attention.key_length", gw.U32, d), (k + "attention.value_length", gw.U32, d)]
     if args.outtype in ("q8_0", "q4_0"):
         meta.append(("general.quantization_version", gw.U32, 2))
+    meta += tokenizer_metadata(pathlib.Path(args.model), arch, w["model.embed_tokens.weight"].shape[0])
     for item in args.set or []:  # KEY=u32:N | f32:X | str:S, replacing or adding (the bad-input fixtures)
         key, value = item.split("=", 1)
         kind, v = value.split(":", 1)
@@ -292,7 +303,7 @@ def write_random_gguf(args):
             (k + "feed_forward_length", gw.U32, inner), (k + "attention.head_count", gw.U32, heads),
             (k + "attention.head_count_kv", gw.U32, kv_heads), (k + "rope.freq_base", gw.F32, extras["rope_theta"]),
             (k + "attention.layer_norm_rms_epsilon", gw.F32, extras["rms_norm_eps"]), (k + "rope.dimension_count", gw.U32, d),
-            ("general.file_type", gw.U32, 0)]
+            ("general.file_type", gw.U32, 0)] + tokenizer_metadata(None, model_type, vocab)
     tensors = [("token_embd.weight", [c, vocab])]
     s = extras.get("rope_scaling")
     if s:

@@ -148,7 +148,7 @@ template <class B>
 concept ReservesAttentionScratch = requires(B& b, std::size_t n) { b.reserve_attention(n, n, n); };
 
 // One sequence's operands of a batched attention (HasBatchedAttention); keys and values
-// stored as KV (float, or bf16 where the backend has HasBf16Attention).
+// stored as KV (float, or bf16 or Q8_0 where the backend has HasAttentionOver<B, KV>).
 template <class B, class KV = float>
 struct AttentionOperands {
     Tensor3View<const float, B> q;
@@ -161,12 +161,15 @@ struct AttentionOperands {
 template <class B, class KV = float>
 concept HasBatchedAttention = requires(B& b, std::span<const AttentionOperands<B, KV>> each) { b.causal_attention(each); };
 
-// Optional: causal attention over keys and values stored as bf16 (a bf16 KV cache), computed
-// in float from their widened values, one sequence and several.
-template <class B>
-concept HasBf16Attention = HasBatchedAttention<B, bf16> &&
-                           requires(B& b, Tensor3View<const float, B> q, Tensor3View<const bf16, B> kv,
+// Optional: causal attention over keys and values stored as KV (bf16 or Q8_0 blocks: a KV
+// cache of that precision), computed in float from their widened values, one sequence and
+// several. A Q8_0 tensor's last extent counts blocks of 32 values (head_dim / 32).
+template <class B, class KV>
+concept HasAttentionOver = HasBatchedAttention<B, KV> &&
+                           requires(B& b, Tensor3View<const float, B> q, Tensor3View<const KV, B> kv,
                                     Tensor3View<float, B> out) { b.causal_attention(q, kv, kv, out); };
+template <class B>
+concept HasBf16Attention = HasAttentionOver<B, bf16>;
 
 // Optional: dst = src within the backend's memory. Models need it to run several sequences in
 // one step (each sequence's keys and values are copied into its own cache).

@@ -138,21 +138,21 @@ public:
         cpu::silu_mul(*pool_, gate.data(), up.data(), out.data(), out.size());
     }
     // Per-thread room for attention over heads of `head_dim`: score rows, a head's keys arranged
-    // and, for `bf16` keys and values, room to widen them; GPT2 reserves the whole context
-    // before each step.
-    void reserve_attention(std::size_t queries, std::size_t keys, std::size_t head_dim, bool bf16 = false) {
-        const std::size_t floats = cpu::attention_scratch_floats(queries, keys, head_dim, bf16);
+    // and, for keys and values stored in bf16 or Q8_0 (`widened`), room to widen them; models
+    // reserve the whole context before each step.
+    void reserve_attention(std::size_t queries, std::size_t keys, std::size_t head_dim, bool widened = false) {
+        const std::size_t floats = cpu::attention_scratch_floats(queries, keys, head_dim, widened);
         for (auto& row : scratch_) {
             if (row.size() < floats) row = cpu::AlignedBuffer<float>(floats);
         }
     }
-    // Keys and values in float or bf16 (a bf16 KV cache: HasBf16Attention).
+    // Keys and values in float, bf16 or Q8_0 (a KV cache of that precision: HasAttentionOver).
     template <class KV>
-        requires std::is_same_v<KV, float> || std::is_same_v<KV, bf16>
+        requires std::is_same_v<KV, float> || std::is_same_v<KV, bf16> || std::is_same_v<KV, Q8_0>
     void causal_attention(Tensor3View<const float, Cpu> q, Tensor3View<const KV, Cpu> k, Tensor3View<const KV, Cpu> v,
                           Tensor3View<float, Cpu> out) {
         const std::size_t tk = k.extent(0);
-        reserve_attention(q.extent(0), tk, q.extent(2), std::is_same_v<KV, bf16>);  // a no-op when the caller reserved
+        reserve_attention(q.extent(0), tk, q.extent(2), !std::is_same_v<KV, float>);  // a no-op when the caller reserved
         cpu::causal_attention(*pool_, scratch_, q.data(), k.data(), v.data(), out.data(), q.extent(0), tk, q.extent(1),
                               k.extent(1), q.extent(2));
     }
@@ -160,7 +160,7 @@ public:
     // Several sequences at once (a batched step): see cpu::causal_attention_each. The list of
     // pointers lives in the backend, grown once, so that a step allocates nothing.
     template <class KV>
-        requires std::is_same_v<KV, float> || std::is_same_v<KV, bf16>
+        requires std::is_same_v<KV, float> || std::is_same_v<KV, bf16> || std::is_same_v<KV, Q8_0>
     void causal_attention(std::span<const AttentionOperands<Cpu, KV>> each) {
         auto& list = std::get<std::vector<cpu::AttentionSequence<KV>>>(attention_lists_);
         list.clear();
@@ -171,7 +171,7 @@ public:
             most_k = std::max(most_k, e.k.extent(0));
         }
         if (each.empty()) return;
-        reserve_attention(most_q, most_k, each[0].q.extent(2), std::is_same_v<KV, bf16>);  // a no-op when the caller reserved
+        reserve_attention(most_q, most_k, each[0].q.extent(2), !std::is_same_v<KV, float>);  // a no-op when the caller reserved
         cpu::causal_attention_each(*pool_, scratch_, std::span<const cpu::AttentionSequence<KV>>(list), each[0].q.extent(1),
                                    each[0].k.extent(1), each[0].q.extent(2));
     }
@@ -228,8 +228,10 @@ private:
 
     std::unique_ptr<cpu::ThreadPool> pool_;
     std::vector<cpu::AlignedBuffer<float>> scratch_;  // attention scores per thread, 64-byte aligned
-    // A batched step's sequences, for float and for bf16 keys and values.
-    std::tuple<std::vector<cpu::AttentionSequence<float>>, std::vector<cpu::AttentionSequence<bf16>>> attention_lists_;
+    // A batched step's sequences, for float, bf16 and Q8_0 keys and values.
+    std::tuple<std::vector<cpu::AttentionSequence<float>>, std::vector<cpu::AttentionSequence<bf16>>,
+               std::vector<cpu::AttentionSequence<Q8_0>>>
+        attention_lists_;
 };
 
 }  // namespace tessera

@@ -11,7 +11,7 @@
 //
 // The blocks' matrices are stored as W: float, bf16, Q8_0 or Q4_0 (core/weight_formats.hpp),
 // quantized when loaded; the embedding / LM head as HeadW. Norms, biases and activations stay
-// float; the KV cache is float, or bf16 (use_kv_cache).
+// float; the KV cache is float, bf16 or q8_0 (use_kv_cache).
 //
 // prefill() runs a sequence (continuing from the current position), decode() one token; both
 // return the logits of the last position. Every buffer decoding needs, for the whole context,
@@ -44,7 +44,7 @@
 #include <tessera/core/weight_formats.hpp>    // WeightType, WeightFormat
 #include <tessera/models/sequence.hpp>        // SequenceState, SequenceTokens
 #include <tessera/nn/embedding.hpp>           // Embedding
-#include <tessera/nn/kv_cache.hpp>            // KvPrecision, HasBf16KvCache, CacheRows
+#include <tessera/nn/kv_cache.hpp>            // KvPrecision, HasKvCacheOf, CacheRows
 #include <tessera/nn/parameter.hpp>           // Checkpoint, WeightSource
 #include <tessera/ops/elementwise.hpp>        // copy
 #include <tessera/ops/matrix_products.hpp>    // gemv
@@ -123,10 +123,11 @@ public:
     };
 
     // Keys and values of the model's own sequence, and of those new_sequence makes from now on,
-    // stored as `kv`: bf16 halves their memory (a backend with HasBf16KvCache: the CPU; others
-    // throw ArgumentError). Resets the model's own sequence.
+    // stored as `kv`: bf16 halves their memory, q8_0 takes 0.27 of it (a backend with
+    // HasKvCacheOf: the CPU; others throw ArgumentError, as q8_0 does for a head_dim that is not
+    // a multiple of 32). Resets the model's own sequence.
     void use_kv_cache(KvPrecision kv) {
-        check_kv_precision<B>(kv);
+        check_kv_precision<B>(kv, shape_.head_dim());
         [[maybe_unused]] const auto active = tessera::activate(*backend_);
         if (kv != own_.kv_precision()) own_.store_keys_as(shape_, kv);
         own_.reset();
@@ -239,7 +240,7 @@ public:
         if (sequences > 1 && !HasCopy<B>) {
             throw ArgumentError(std::string(Arch::model_name) + ": the " + B::name + " backend runs one sequence per step");
         }
-        reserve_keys(rows, sequences > 1, kv_precision_ == KvPrecision::bf16);
+        reserve_keys(rows, sequences > 1, kv_precision_ != KvPrecision::f32);
         if (x_.extent(0) < rows) x_ = Tensor<float, Extents<dyn, n_embd>, B>(rows, shape_.n_embd);
         if (logits_.extent(0) < sequences) logits_ = Tensor<float, Extents<dyn, vocab_size>, B>(sequences, shape_.vocab_size);
         if (!B::host_accessible && host_logits_.size() < sequences * shape_.vocab_size) {
@@ -392,10 +393,10 @@ private:
     std::size_t admit(std::span<const SequenceTokens> batch) {
         if (batch.empty()) throw ArgumentError(std::string(Arch::model_name) + ": no sequences to run");
         std::size_t rows = 0;
-        bool bf16_keys = false;
+        bool widened_keys = false;
         for (std::size_t i = 0; i < batch.size(); ++i) {
             const Sequence& seq = sequence_of(batch[i]);
-            bf16_keys = bf16_keys || seq.kv_precision() == KvPrecision::bf16;
+            widened_keys = widened_keys || seq.kv_precision() != KvPrecision::f32;
             const std::size_t t = batch[i].tokens.size();
             if (t == 0) throw ArgumentError(std::string(Arch::model_name) + ": no tokens to run");
             check_fits(seq, t);
@@ -405,17 +406,17 @@ private:
             rows += t;
         }
         reserve_steps(batch.size(), rows);
-        if (bf16_keys) reserve_keys(rows, batch.size() > 1, true);  // also when made before use_kv_cache(f32)
+        if (widened_keys) reserve_keys(rows, batch.size() > 1, true);  // also when made before use_kv_cache(f32)
         return rows;
     }
 
     // Block scratch for `rows` rows, with the keys and values staged before they go to each
-    // cache for `several` sequences or a `bf16` cache, and then the backend's room to widen
-    // bf16 keys and values in attention.
-    void reserve_keys(std::size_t rows, bool several, bool bf16) {
-        scratch_.reserve(rows, several || bf16);
-        if constexpr (HasBf16KvCache<B>) {
-            if (bf16) backend_->reserve_attention(rows, shape_.n_ctx, shape_.head_dim(), true);
+    // cache for `several` sequences or a bf16 or q8_0 cache (`widened`), and then the backend's
+    // room to widen those keys and values in attention.
+    void reserve_keys(std::size_t rows, bool several, bool widened) {
+        scratch_.reserve(rows, several || widened);
+        if constexpr (HasBf16KvCache<B> || HasQ8KvCache<B>) {
+            if (widened) backend_->reserve_attention(rows, shape_.n_ctx, shape_.head_dim(), true);
         }
     }
 

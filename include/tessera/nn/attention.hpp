@@ -32,7 +32,7 @@ auto split_heads(M m, std::size_t heads) {
 // one sequence's keys, its first position given (rotary positions). One sequence with an f32
 // cache gets them written straight into its cache; otherwise they go to k and v (T, width)
 // first (one product for all) and then into each cache (KvCache::store: copied, or rounded to
-// bf16).
+// bf16 or Q8_0).
 template <class Cache, class Backend, class Staged, class Project, class Adjust>
 void append_keys_values(Backend& backend, std::span<const CacheRows<Cache>> seqs, Staged k, Staged v, Project&& project,
                         Adjust&& adjust) {
@@ -54,7 +54,7 @@ void append_keys_values(Backend& backend, std::span<const CacheRows<Cache>> seqs
 }
 
 // att(T, H·D) = attention of each sequence's queries q(T, H·D) over its cache (keys and values
-// of H or fewer heads: grouped-query attention), for both cache precisions the backend keeps.
+// of H or fewer heads: grouped-query attention), for each cache precision the backend keeps.
 template <std::size_t H, std::size_t D, class Cache, class Backend, class Scratch>
 void attend_over_caches(Backend& backend, std::span<const CacheRows<Cache>> seqs, Scratch q, Scratch att, std::size_t heads);
 
@@ -63,7 +63,9 @@ namespace detail {
 // other call).
 template <class KV, std::size_t H, std::size_t D, class Cache, class Backend, class Scratch>
 void attend_stored_as(Backend& backend, std::span<const CacheRows<Cache>> seqs, Scratch q, Scratch att, std::size_t heads) {
-    constexpr KvPrecision precision = std::is_same_v<KV, float> ? KvPrecision::f32 : KvPrecision::bf16;
+    constexpr KvPrecision precision = std::is_same_v<KV, float>  ? KvPrecision::f32
+                                      : std::is_same_v<KV, bf16> ? KvPrecision::bf16
+                                                                 : KvPrecision::q8_0;
     if (seqs.size() == 1) {
         const CacheRows<Cache>& s = seqs[0];
         if (s.cache->precision != precision) return;
@@ -89,6 +91,7 @@ template <std::size_t H, std::size_t D, class Cache, class Backend, class Scratc
 void attend_over_caches(Backend& backend, std::span<const CacheRows<Cache>> seqs, Scratch q, Scratch att, std::size_t heads) {
     detail::attend_stored_as<float, H, D>(backend, seqs, q, att, heads);
     if constexpr (HasBf16KvCache<Backend>) detail::attend_stored_as<bf16, H, D>(backend, seqs, q, att, heads);
+    if constexpr (HasQ8KvCache<Backend>) detail::attend_stored_as<Q8_0, H, D>(backend, seqs, q, att, heads);
 }
 
 template <std::size_t C, std::size_t H, std::size_t Ctx, class B, class W = float>

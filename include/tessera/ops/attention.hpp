@@ -11,6 +11,10 @@
 namespace tessera {
 
 namespace detail {
+// Values per stored key or value element: 1, or a Q8_0 block's 32.
+template <class KV>
+inline constexpr std::size_t stored_values_per_element = std::is_same_v<std::remove_const_t<KV>, Q8_0> ? 32 : 1;
+
 template <class QV, class KV, class OV>
 void check_attention_operands(const QV& qv, const KV& kv, const KV& vv, const OV& ov) {
     check_same_shape(vv.extents(), kv.extents(), "causal_attention", "v's shape", "k's shape");
@@ -19,7 +23,8 @@ void check_attention_operands(const QV& qv, const KV& kv, const KV& vv, const OV
         throw ShapeError("causal_attention: q's " + std::to_string(qv.extent(1)) + " heads are not a whole number of groups over k's " +
                          std::to_string(kv.extent(1)) + " heads");
     }
-    check_dim(qv.extent(2), kv.extent(2), "causal_attention", "q's head_dim", "k's head_dim");
+    check_dim(qv.extent(2), kv.extent(2) * stored_values_per_element<typename KV::value_type>, "causal_attention", "q's head_dim",
+              "k's head_dim");
     if (qv.extent(0) > kv.extent(0)) {
         throw ShapeError("causal_attention: " + std::to_string(qv.extent(0)) + " queries but only " +
                          std::to_string(kv.extent(0)) + " keys; the queries must be the last positions of the keys");
@@ -36,7 +41,8 @@ void check_attention_operands(const QV& qv, const KV& kv, const KV& vv, const OV
 // the last Tq positions (prefill: Tq = Tk; decoding with a KV cache: Tq = 1). Hkv divides H:
 // query heads [g·H/Hkv, (g+1)·H/Hkv) share key/value head g (grouped-query attention; Hkv = H
 // is multi-head, Hkv = 1 multi-query). out may be q.
-// k and v are float, or bf16 (a bf16 KV cache) on a backend with HasBf16Attention.
+// k and v are float, or bf16 or Q8_0 (a KV cache of that precision; Q8_0's last extent counts
+// blocks of 32 values) on a backend with HasAttentionOver<B, KV>.
 template <Backend B, TensorLike Q, TensorLike K, TensorLike V, TensorLike Out>
 void causal_attention(B& backend, const Q& q, const K& k, const V& v, Out&& out) {
     using EQ = extents_of_t<Q>;
@@ -44,12 +50,12 @@ void causal_attention(B& backend, const Q& q, const K& k, const V& v, Out&& out)
     using KV = value_type_of_t<K>;
     static_assert(EQ::rank() == 3 && EK::rank() == 3 && extents_of_t<V>::rank() == 3,
                   "causal_attention: q, k, v and out must be (positions, heads, head_dim) tensors.");
-    static_assert(dims_may_match<EQ, 2, EK, 2>, "causal_attention: q and k must have the same head_dim.");
+    static_assert(std::is_same_v<KV, Q8_0> || dims_may_match<EQ, 2, EK, 2>, "causal_attention: q and k must have the same head_dim.");
     static_assert(extents_may_match<EK, extents_of_t<V>>, "causal_attention: k and v must have the same shape.");
     static_assert(extents_may_match<EQ, extents_of_t<Out>>, "causal_attention: out must have q's shape.");
     static_assert(std::is_same_v<KV, value_type_of_t<V>>, "causal_attention: k and v must have the same element type.");
-    static_assert(std::is_same_v<KV, float> || (std::is_same_v<KV, bf16> && HasBf16Attention<B>),
-                  "causal_attention: k and v must be float, or bf16 on a backend with HasBf16Attention.");
+    static_assert(std::is_same_v<KV, float> || ((std::is_same_v<KV, bf16> || std::is_same_v<KV, Q8_0>) && HasAttentionOver<B, KV>),
+                  "causal_attention: k and v must be float, or bf16 or Q8_0 on a backend with HasAttentionOver<B, KV>.");
     const auto qv = input_operand<3, B>(q);
     const auto kv = stored_operand<3, B>(k);
     const auto vv = stored_operand<3, B>(v);

@@ -9,6 +9,7 @@
 #include <tessera/backend/cpu/eigen_maps.hpp>   // ConstVectorMap, VectorMap, ArrayMap
 #include <tessera/backend/cpu/matrix_products_avx512.hpp>  // float_panels_columns, arrange_float_panel, has_avx512
 #include <tessera/backend/cpu/thread_pool.hpp>  // ThreadPool
+#include <tessera/core/weight_formats.hpp>      // WeightFormat<Q8_0>: a Q8_0 cache's blocks
 
 namespace tessera::cpu {
 
@@ -45,16 +46,34 @@ inline std::size_t attention_score_floats(std::size_t tq, std::size_t tk, std::s
     if (tq < attention_block_queries) return tk;
     return std::min(tq, attention_query_block) * (attention_on_tiles(dim) ? attention_panel_keys(tk) : tk);
 }
-// ... in all, for head_dim `dim` and keys and values in float or (`bf16`) in bf16, widened
-// after the scores: on the tiles, a head's keys arranged (and, for bf16, its values widened);
-// otherwise, for bf16, a head's keys and values in the matrix-product path, a chunk of them in
+// ... in all, for head_dim `dim` and keys and values in float or (`widened`) in bf16 or Q8_0,
+// widened after the scores: on the tiles, a head's keys arranged (and, widened, its values);
+// otherwise, widened, a head's keys and values in the matrix-product path, a chunk of them in
 // the per-query path.
-inline std::size_t attention_scratch_floats(std::size_t tq, std::size_t tk, std::size_t dim, bool bf16) noexcept {
+inline std::size_t attention_scratch_floats(std::size_t tq, std::size_t tk, std::size_t dim, bool widened) noexcept {
     const std::size_t scores = aligned_floats(attention_score_floats(tq, tk, dim));
     if (tq >= attention_block_queries && attention_on_tiles(dim))
-        return scores + aligned_floats(attention_panel_keys(tk) * dim) + (bf16 ? tk * dim : 0);
-    if (!bf16) return scores;
+        return scores + aligned_floats(attention_panel_keys(tk) * dim) + (widened ? tk * dim : 0);
+    if (!widened) return scores;
     return scores + (tq >= attention_block_queries ? 2 * tk : attention_key_chunk) * dim;
+}
+
+// Keys and values are stored as float, bf16 or Q8_0 blocks (a KV cache's precision): a stored
+// (positions, heads, dim) tensor holds dim / kv_block<KV> elements per head and position.
+template <class KV>
+inline constexpr std::size_t kv_block = std::is_same_v<KV, Q8_0> ? WeightFormat<Q8_0>::block : 1;
+
+// The element of a stored tensor that holds its value number `value` (counted as in a float one).
+template <class KV>
+const KV* kv_at(const KV* t, std::size_t value) noexcept {
+    return t + value / kv_block<KV>;
+}
+
+// Value c of a stored row, widened to float (a Q8_0 value as d * q, as dequantize has it).
+template <class KV>
+float kv_value(const KV* row, std::size_t c) noexcept {
+    if constexpr (std::is_same_v<KV, Q8_0>) return static_cast<float>(row[c / 32].qs[c % 32]) * static_cast<float>(row[c / 32].d);
+    else return static_cast<float>(row[c]);
 }
 
 // Rows [first, first + n) of head h of a stored (positions, heads, dim) tensor as an (n, dim)
@@ -62,12 +81,13 @@ inline std::size_t attention_scratch_floats(std::size_t tq, std::size_t tk, std:
 template <class KV>
 ConstMatrixMap head_rows(const KV* t, std::size_t first, std::size_t n, std::size_t heads, std::size_t dim, std::size_t h,
                          float* buffer) {
-    const KV* head = t + first * heads * dim + h * dim;
     if constexpr (std::is_same_v<KV, float>) {
-        return matrix(head, n, dim, heads * dim);
+        return matrix(t + first * heads * dim + h * dim, n, dim, heads * dim);
     } else {
         for (std::size_t j = 0; j < n; ++j) {
-            for (std::size_t c = 0; c < dim; ++c) buffer[j * dim + c] = static_cast<float>(head[j * heads * dim + c]);
+            const KV* row = kv_at(t, (first + j) * heads * dim + h * dim);
+            if constexpr (std::is_same_v<KV, Q8_0>) WeightFormat<Q8_0>::dequantize(row, buffer + j * dim, dim);
+            else for (std::size_t c = 0; c < dim; ++c) buffer[j * dim + c] = static_cast<float>(row[c]);
         }
         return matrix(static_cast<const float*>(buffer), n, dim, dim);
     }
@@ -80,9 +100,10 @@ ConstMatrixMap head_rows(const KV* t, std::size_t first, std::size_t n, std::siz
 template <class KV>
 void prefetch_head_rows(const KV* t, std::size_t first, std::size_t n, std::size_t end, std::size_t heads, std::size_t dim,
                         std::size_t h) noexcept {
-    constexpr std::size_t line = 64 / sizeof(KV);
+    const std::size_t row_bytes = dim / kv_block<KV> * sizeof(KV);
     for (std::size_t j = first; j < std::min(first + n, end); ++j) {
-        for (std::size_t c = 0; c < dim; c += line) __builtin_prefetch(t + j * heads * dim + h * dim + c);
+        const char* row = reinterpret_cast<const char*>(kv_at(t, j * heads * dim + h * dim));
+        for (std::size_t b = 0; b < row_bytes; b += 64) __builtin_prefetch(row + b);
     }
 }
 
@@ -94,7 +115,7 @@ inline std::size_t kv_head_of(std::size_t h, std::size_t heads, std::size_t kv_h
 // Scores and output are matrix-vector products over chunks of the head's visible keys and
 // values (Eigen's gemv keeps several rows in flight; a dot product per key spent its time on
 // each key's horizontal sum). `scores` holds tk floats, `widen` attention_key_chunk * dim
-// (bf16 keys and values widened).
+// (bf16 and Q8_0 keys and values widened).
 template <class KV>
 void attend_one(const float* q, const KV* k, const KV* v, float* out, std::size_t tq, std::size_t tk, std::size_t heads,
                 std::size_t kv_heads, std::size_t dim, std::size_t i, std::size_t h, float* scores, float* widen) {
@@ -154,15 +175,15 @@ void arrange_head_keys(const KV* k, std::size_t tk, std::size_t heads, std::size
             for (std::size_t c = 0; c < dim; ++c) lane[c * v] = 0.0f;
             continue;
         }
-        const KV* row = k + key * heads * dim + h * dim;
-        for (std::size_t c = 0; c < dim; ++c) lane[c * v] = static_cast<float>(row[c]);
+        const KV* row = kv_at(k, key * heads * dim + h * dim);
+        for (std::size_t c = 0; c < dim; ++c) lane[c * v] = kv_value(row, c);
     }
 }
 
 // The matrix-product path on the float tiles (attention_on_tiles), per head, per block of
 // queries: S = Q Kᵀ over the keys the block's last query sees (rounded up to a panel; the keys
 // arranged once per head), the causal softmax row by row, O = S V over those keys, V read as it
-// lies (bf16: widened once per head). Every output is one FMA chain over k in order, so a row's
+// lies (bf16 or Q8_0: widened once per head). Every output is one FMA chain over k in order, so a row's
 // scores and output have the same bits in any block.
 template <class KV>
 void attend_blocks_on_tiles(ThreadPool& pool, std::span<AlignedBuffer<float>> scratch, const float* q, const KV* k, const KV* v,
@@ -177,7 +198,7 @@ void attend_blocks_on_tiles(ThreadPool& pool, std::span<AlignedBuffer<float>> sc
         for (std::size_t h = begin; h < end; ++h) {
             const std::size_t g = kv_head_of(h, heads, kv_heads);
             arrange_head_keys(k, tk, kv_heads, dim, g, keys_arranged);
-            const ConstMatrixMap vh = head_rows(v, 0, tk, kv_heads, dim, g, scores + values_at);  // (bf16: widened)
+            const ConstMatrixMap vh = head_rows(v, 0, tk, kv_heads, dim, g, scores + values_at);  // (bf16, Q8_0: widened)
             const avx512::FloatColumns values{vh.data(), 1, static_cast<std::size_t>(vh.outerStride())};
             for (std::size_t first = 0; first < tq; first += attention_query_block) {
                 const std::size_t rows = std::min(attention_query_block, tq - first), keys = tk - tq + first + rows;
@@ -194,8 +215,8 @@ void attend_blocks_on_tiles(ThreadPool& pool, std::span<AlignedBuffer<float>> sc
 
 // q(tq, heads, dim), k and v (tk, kv_heads, dim), out(tq, heads, dim); query i is at position
 // tk - tq + i and attends keys 0..that position; query head h reads key/value head
-// kv_head_of(h) (kv_heads divides heads). k and v are float, or bf16 (widened to float
-// in the scratch). `scratch` holds attention_scratch_floats per thread (for bf16: the widened
+// kv_head_of(h) (kv_heads divides heads). k and v are float, or bf16 or Q8_0 (widened to
+// float in the scratch). `scratch` holds attention_scratch_floats per thread (for those: the widened
 // rows after the scores), sized by the caller so that this kernel never allocates, and aligned alike:
 // Eigen's sums peel to an alignment, so rows at differently aligned addresses would be summed
 // in different orders, and a result would depend on which thread computed it. out may alias q

@@ -18,6 +18,7 @@ fi
 llama_dir=$1 ids=$2 steps=$3
 shift 3
 build=${TESSERA_BUILD:-build}
+py=${TESSERA_PYTHON:-/usr/bin/python3}  # any python3 with numpy
 work=$(mktemp -d /tmp/compare-greedy.XXXXXX)
 bin=$(realpath "$llama_dir/build/bin")
 g++ -O2 -std=c++17 "$(dirname "$0")/llama_cpp_ids.cpp" -I "$llama_dir/include" -I "$llama_dir/ggml/include" -L "$bin" \
@@ -35,7 +36,7 @@ for spec in "$@"; do
         head -1 >"$work/tessera.json"
     "$work/llama_cpp_ids" "$file" "$ids" "$steps" "$work/llama.f32" 2>/dev/null >"$work/llama.json"
     "$build/examples/perplexity" --model "$file" --tokens-file "$work/ids.txt" --dump-logits "$work/tessera.f32" >/dev/null 2>&1
-    python3 - "$file" "$work" "$reference" <<'EOF'
+    "$py" - "$file" "$work" "$reference" <<'EOF'
 import json, os, sys
 import numpy as np
 file, work, reference = sys.argv[1:]

@@ -32,11 +32,13 @@
 namespace {
 
 // A GGUF file holds everything; a directory needs the four Hugging Face files (the tokenizer's
-// two only for text).
+// two only for text; model.safetensors or the index of its shards).
 void require_model_files(const std::filesystem::path& dir, bool text) {
     if (tessera::model_path_kind(dir) == tessera::ModelPathKind::gguf_file) return;
     for (const char* file : tessera::hf_model_files) {
-        if (!text && std::string_view(file) != "config.json" && std::string_view(file) != "model.safetensors") continue;
+        const bool weights = std::string_view(file) == tessera::io::safetensors_single;
+        if (!text && std::string_view(file) != "config.json" && !weights) continue;
+        if (weights && std::filesystem::exists(dir / tessera::io::safetensors_index)) continue;  // sharded
         if (!std::filesystem::exists(dir / file)) {
             throw tessera::ArgumentError("model directory " + dir.string() + " has no " + file);
         }

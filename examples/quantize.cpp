@@ -1,6 +1,7 @@
-// quantize: a GPT-2 (a Hugging Face directory or a GGUF file) as one GGUF file in llama.cpp's
-// layout, its matrices in the format asked for (models/gguf_file_format.hpp), with its
-// tokenizer: all `generate --model FILE.gguf` (or llama.cpp) needs.
+// quantize: a GPT-2 or a Llama-family model (llama, qwen2, qwen3; a Hugging Face directory or a
+// GGUF file) as one GGUF file in llama.cpp's layout, its matrices in the format asked for
+// (models/gguf_file_format.hpp; the K-quant mixes for GPT-2 only so far), with its tokenizer:
+// all `generate --model FILE.gguf` (or llama.cpp) needs.
 //
 //   quantize --model models/gpt2 --weights q8_0 --out gpt2-q8_0.gguf
 //   quantize --model models/gpt2 --weights q4_k_m --out gpt2-q4_k_m.gguf   (llama-quantize's mix)
@@ -20,13 +21,17 @@
 #include "command_line.hpp"
 
 #include <tessera/models/write_gpt2_gguf.hpp>
+#include <tessera/models/open_model.hpp>  // model_architecture
+#include <tessera/models/write_llama_gguf.hpp>
 #include <tessera/tessera.hpp>
 
 int main(int argc, char** argv) {
-    CLI::App app{"Write a GPT-2 as a GGUF file (llama.cpp's layout) with its matrices in f32, bf16, q8_0, q4_0, or as "
-                 "llama-quantize's q4_k_m, q5_k_m or q6_k"};
+    CLI::App app{"Write a GPT-2 or a Llama-family model as a GGUF file (llama.cpp's layout) with its matrices in f32, bf16, "
+                 "q8_0, q4_0, or (GPT-2) as llama-quantize's q4_k_m, q5_k_m or q6_k"};
     std::string model, out, name;
-    app.add_option("--model", model, "a GPT-2 GGUF file, or a directory with config.json, model.safetensors, vocab.json, merges.txt")
+    app.add_option("--model", model,
+                   "a GGUF file, or a directory with config.json and model.safetensors (or its shards), and vocab.json and merges.txt "
+                   "(GPT-2: required)")
         ->required();
     app.add_option("--out", out, "the GGUF file to write (replaced only once it is complete)")->required();
     app.add_option("--name", name, "general.name in the file (default: the model's file or directory name)");
@@ -54,13 +59,27 @@ int main(int argc, char** argv) {
         if (const std::size_t at = tessera::utf8::first_invalid(name); at != name.size()) {
             throw tessera::ArgumentError("--name is not valid UTF-8 (at byte " + std::to_string(at) + ")");
         }
-        const tessera::Gpt2Files files(model);
-        const auto tokenizer = tessera::open_tokenizer(model);
         if (name.empty()) name = std::filesystem::path(model).lexically_normal().filename().string();
         if (name.empty()) name = std::filesystem::path(model).lexically_normal().parent_path().filename().string();
-        tessera::write_gpt2_gguf(files, &tokenizer, *weights, out, name);
-        std::cout << "wrote " << out << ": " << files.hyperparameters().shape.describe() << ", matrices "
-                  << weights->name() << ", " << std::filesystem::file_size(out) << " bytes\n";
+        std::string shape;
+        if (tessera::model_architecture(model) == "gpt2") {
+            const tessera::Gpt2Files files(model);
+            const auto tokenizer = tessera::open_tokenizer(model);
+            tessera::write_gpt2_gguf(files, &tokenizer, *weights, out, name);
+            shape = files.hyperparameters().shape.describe();
+        } else {  // a Llama-family model (model_architecture refuses the rest)
+            const tessera::LlamaFiles files(model);
+            // A directory's byte-level BPE where it has one; a GGUF file's tokenizer metadata is copied.
+            const std::filesystem::path dir(model);
+            std::optional<tessera::BpeTokenizer> tokenizer;
+            if (!files.gguf() && std::filesystem::exists(dir / "vocab.json") && std::filesystem::exists(dir / "merges.txt")) {
+                tokenizer.emplace(tessera::open_tokenizer(model));
+            }
+            tessera::write_llama_gguf(files, tokenizer ? &*tokenizer : nullptr, *weights, out, name);
+            shape = files.shape().describe();
+        }
+        std::cout << "wrote " << out << ": " << shape << ", matrices " << weights->name() << ", "
+                  << std::filesystem::file_size(out) << " bytes\n";
     } catch (const std::exception& e) {
         std::cerr << "quantize: " << e.what() << '\n';
         return 1;

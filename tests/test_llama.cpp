@@ -36,6 +36,7 @@
 #include <tessera/models/load_llama.hpp>
 #include <tessera/models/open_tokenizer.hpp>
 #include <tessera/models/perplexity.hpp>
+#include <tessera/models/write_llama_gguf.hpp>
 
 using namespace tessera;
 
@@ -89,13 +90,13 @@ void check_all_positions(const std::string& path, const std::vector<double>& wan
 }  // namespace
 
 TEST_CASE("Llama family: all-position logits match the float64 reference", "[llama]") {
-    const std::string config = GENERATE(as<std::string>{}, "llama-tiny", "qwen2-tiny", "qwen3-tiny");
+    const std::string config = GENERATE(as<std::string>{}, "llama-tiny", "qwen2-tiny", "qwen3-tiny", "qwen2-yarn-tiny");
     const std::string source = GENERATE(as<std::string>{}, "hf", "gguf");
     check_all_positions(source == "hf" ? fixtures + "/" + config : fixtures + "/" + config + "-f32.gguf", reference_logits(config));
 }
 
 TEST_CASE("Llama family: decoding with the KV cache matches the reference at every step", "[llama]") {
-    const std::string config = GENERATE(as<std::string>{}, "llama-tiny", "qwen2-tiny", "qwen3-tiny");
+    const std::string config = GENERATE(as<std::string>{}, "llama-tiny", "qwen2-tiny", "qwen3-tiny", "qwen2-yarn-tiny");
     INFO(config);
     const auto tokens = fixture_tokens();
     const auto want = reference_logits(config);
@@ -203,6 +204,94 @@ TEST_CASE("Llama family: a bf16 safetensors checkpoint loads as float", "[llama]
     check_all_positions(fixtures + "/llama-tiny-bf16", reference_logits("llama-tiny-bf16"));
 }
 
+// A checkpoint in shards (model.safetensors.index.json and its files, as transformers'
+// save_pretrained writes one past its size limit) is the same weights as in one file.
+TEST_CASE("Llama family: a sharded safetensors checkpoint loads as the one-file one", "[llama]") {
+    check_all_positions(fixtures + "/llama-tiny-sharded", reference_logits("llama-tiny"));
+    const auto files = model_files(fixtures + "/llama-tiny-sharded");  // what writing programs never overwrite
+    CHECK(std::count_if(files.begin(), files.end(), [](const auto& f) { return f.filename().string().starts_with("model-0000"); }) == 3);
+}
+
+// A bad index is refused naming the index and what is wrong, before a weight is read.
+TEST_CASE("Llama family: a bad safetensors index is refused naming it", "[llama][errors]") {
+    namespace fs = std::filesystem;
+    const fs::path dir = fs::temp_directory_path() / ("tessera_llama_shards_" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    fs::copy(fixtures + "/llama-tiny-sharded", dir);
+    std::ifstream in(dir / "model.safetensors.index.json");
+    const std::string good((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    Cpu cpu(1);
+    const auto refused = [&](const std::string& from, const std::string& to, const std::string& message) {
+        std::string text = good;
+        const std::size_t at = text.find(from);
+        REQUIRE(at != std::string::npos);
+        text.replace(at, from.size(), to);
+        std::ofstream(dir / "model.safetensors.index.json") << text;
+        INFO(to);
+        CHECK_THROWS_WITH(open_llama(cpu, dir), Catch::Contains(message) && Catch::Contains("model.safetensors.index.json"));
+    };
+    const std::string first = "\"model.embed_tokens.weight\": \"model-00001-of-00003.safetensors\"";
+    refused(first, "\"model.embed_tokens.weight\": \"../model-00001-of-00003.safetensors\"", "not the name of a file in the model's directory");
+    refused(first, "\"model.embed_tokens.weight\": \"model-00009-of-00009.safetensors\"", "shard 'model-00009-of-00009.safetensors' (of tensor 'model.embed_tokens.weight') does not exist");
+    refused(first, "\"model.embed_tokens.weight\": \"model-00003-of-00003.safetensors\"", "puts tensor 'model.embed_tokens.weight' in");
+    refused("\"weight_map\"", "\"weights\"", "no \"weight_map\" object");
+    refused(first, "\"model.embed_tokens.weight\": 7", "weight_map[\"model.embed_tokens.weight\"] is 7, not a file name");
+    fs::remove_all(dir);
+}
+
+// quantize's GGUF files of a Llama-family model hold the tensors llama.cpp's converter writes
+// (tools/llama_reference.py gguf: the converter's names, "llama"'s q/k permutation, GGML's
+// reference quantization), byte for byte, from the Hugging Face directory and from the GGUF
+// file alike (a GGUF file's q/k rows are not permuted twice); Llama 3's rope_freqs within float
+// rounding (the reference computes the factors from float32 frequencies). The metadata
+// reads back as the same shape.
+TEST_CASE("Llama family: quantize writes the converter's tensors", "[llama][quantize]") {
+    namespace fs = std::filesystem;
+    const std::string config = GENERATE(as<std::string>{}, "llama-tiny", "qwen2-tiny", "qwen3-tiny", "qwen2-yarn-tiny");
+    const std::string format = GENERATE(as<std::string>{}, "f32", "q8_0");
+    const std::string source = GENERATE(as<std::string>{}, "directory", "gguf");
+    if (source == "gguf" && format == "f32") return;  // the f32 file is the source then
+    INFO(config << " as " << format << " from the " << source);
+    const fs::path out = fs::temp_directory_path() / ("tessera_llama_quantize_" + std::to_string(::getpid()) + ".gguf");
+    {
+        const LlamaFiles files(fixtures + "/" + config + (source == "gguf" ? "-f32.gguf" : ""));
+        write_llama_gguf(files, nullptr, *GgufFileFormat::named(format), out, config);
+    }
+    const io::GgufFile got(out), want(fixtures + "/" + config + "-" + format + ".gguf");
+    LlamaShape got_shape = gguf_llama_shape(got), want_shape = gguf_llama_shape(want);
+    got_shape.rope.scaling.pair_factors.clear();  // compared below, within float rounding
+    want_shape.rope.scaling.pair_factors.clear();
+    CHECK(got_shape == want_shape);
+    REQUIRE(got.tensors().size() == want.tensors().size());
+    for (const io::GgufTensorInfo& w : want.tensors()) {
+        INFO(w.name);
+        const io::GgufTensorInfo* g = got.find_tensor(w.name);
+        REQUIRE(g != nullptr);
+        CHECK(g->type == w.type);
+        CHECK(g->ne == w.ne);
+        std::vector<std::byte> a(g->bytes), b(w.bytes);
+        got.read(*g, a);
+        want.read(w, b);
+        if (w.name != "rope_freqs.weight") {
+            CHECK(a == b);
+            continue;
+        }
+        std::vector<float> x(w.elements()), y(w.elements());
+        got.read_float_range(*g, 0, x);
+        want.read_float_range(w, 0, y);
+        for (std::size_t i = 0; i < x.size(); ++i) CHECK(std::fabs(x[i] - y[i]) <= 1e-6f * std::fabs(y[i]));
+    }
+    fs::remove(out);
+}
+
+TEST_CASE("Llama family: quantize refuses the K-quant mixes for now, naming them", "[llama][quantize][errors]") {
+    const LlamaFiles files(fixtures + "/llama-tiny-f32.gguf");
+    const auto out = std::filesystem::temp_directory_path() / ("tessera_llama_mix_" + std::to_string(::getpid()) + ".gguf");
+    CHECK_THROWS_WITH(write_llama_gguf(files, nullptr, *GgufFileFormat::named("q4_k_m"), out, "x"),
+                      Catch::Contains("q4_k_m is written for GPT-2 only so far"));
+    CHECK(!std::filesystem::exists(out));
+}
+
 // What tessera does not run is refused by name, before anything is allocated.
 TEST_CASE("Llama family: unsupported GGUF metadata is refused naming the key", "[llama][errors]") {
     Cpu cpu(1);
@@ -212,7 +301,8 @@ TEST_CASE("Llama family: unsupported GGUF metadata is refused naming the key", "
     };
     refused("moe", "'llama.expert_count' is set: mixtures of experts are not supported");
     refused("sliding-window", "'llama.attention.sliding_window' is set: sliding-window attention");
-    refused("yarn", "'llama.rope.scaling.type' is 'yarn'");
+    refused("longrope", "'llama.rope.scaling.type' is 'longrope'");
+    refused("yarn-log-multiplier", "'llama.rope.scaling.yarn_log_multiplier' is 0.1");
     refused("partial-rope", "'llama.rope.dimension_count' is 8: rotary positions over part of a head");
     refused("falcon", "general.architecture is 'falcon'");
     refused("heads", "4 query heads are not a multiple of the 3 key/value heads");
@@ -236,7 +326,9 @@ TEST_CASE("Llama family: an unsupported config.json is refused naming the field"
         CHECK_THROWS_WITH(open_llama(cpu, dir), Catch::Contains(message));
     };
     refused("\"hidden_act\": \"silu\"", "\"hidden_act\": \"gelu\"", "hidden_act \"gelu\" is not supported");
-    refused("\"rope_type\": \"llama3\"", "\"rope_type\": \"yarn\"", "rope_scaling's rope_type \"yarn\" is not supported");
+    refused("\"rope_type\": \"llama3\"", "\"rope_type\": \"longrope\"", "rope_scaling's rope_type \"longrope\" is not supported");
+    // YaRN takes its own keys only (Llama 3's low_freq_factor here; DeepSeek's mscale alike)
+    refused("\"rope_type\": \"llama3\"", "\"rope_type\": \"yarn\"", "rope_scaling.low_freq_factor 1.0 is not supported with yarn");
     refused("\"hidden_act\": \"silu\"", "\"hidden_act\": \"silu\", \"sliding_window\": 4096", "sliding_window 4096");
     refused("\"model_type\": \"llama\"", "\"model_type\": \"gemma\"", "model_type 'gemma' is not llama, mistral, qwen2 or qwen3");
     refused("\"num_hidden_layers\": 2", "\"num_hidden_layers\": 1", "the block count is 1 but the checkpoint holds tensors of 2 blocks");

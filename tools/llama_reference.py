@@ -4,7 +4,7 @@ layout, and the GGUF files llama.cpp's converter would write from them.
 
     apt-get install python3-numpy
     # a random checkpoint: config.json + model.safetensors (Hugging Face names, nn.Linear [out, in])
-    /usr/bin/python3 tools/llama_reference.py checkpoint --config llama-tiny --seed 1 --out DIR
+    /usr/bin/python3 tools/llama_reference.py checkpoint --config llama-tiny --seed 1 --out DIR [--shards N]
     # greedy continuation: the generated ids and the smallest top-1/top-2 logit margin, as JSON
     /usr/bin/python3 tools/llama_reference.py greedy --model DIR --tokens 1,2,3 --steps 8
     # all-position logits for a token sequence, float64 little-endian [T][V]; --weights q8_0 etc.
@@ -48,6 +48,11 @@ CONFIGS = {
     # per-head q/k norms, head_dim (32) apart from hidden / heads (16), tied head
     "qwen3-tiny": ("qwen3", 2, 64, 4, 2, 32, 96, 96, 256,
                    {"rope_theta": 1000000.0, "rms_norm_eps": 1e-6, "tie_word_embeddings": True}),
+    # YaRN (Qwen's long-context recipe): the qwen2 shape with rope_scaling yarn, factor 4 over an
+    # original context of 24 positions
+    "qwen2-yarn-tiny": ("qwen2", 2, 64, 4, 2, None, 128, 96, 300,
+                        {"rope_theta": 10000.0, "rms_norm_eps": 1e-6, "tie_word_embeddings": True,
+                         "rope_scaling": {"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 24}}),
     # the published shapes, for speed (random weights; never downloaded)
     "smollm2-135m": ("llama", 30, 576, 9, 3, None, 1536, 8192, 49152,
                      {"rope_theta": 100000.0, "rms_norm_eps": 1e-5, "tie_word_embeddings": True}),
@@ -89,7 +94,18 @@ def make_checkpoint(args):
         t.append(("lm_head.weight", normal(vocab, c, std=0.3)))
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    gpt2_reference.write_safetensors(out / "model.safetensors", t, args.dtype)
+    if args.shards > 1:  # as transformers' save_pretrained shards: contiguous runs of tensors, and an index
+        runs = np.array_split(np.arange(len(t)), args.shards)
+        weight_map = {}
+        for i, run in enumerate(runs):
+            name = f"model-{i + 1:05d}-of-{args.shards:05d}.safetensors"
+            gpt2_reference.write_safetensors(out / name, [t[j] for j in run], args.dtype)
+            weight_map.update({t[j][0]: name for j in run})
+        size = sum(a.size for _, a in t) * (4 if args.dtype == "F32" else 2)
+        index = {"metadata": {"total_size": size}, "weight_map": weight_map}
+        (out / "model.safetensors.index.json").write_text(json.dumps(index, indent=2) + "\n")
+    else:
+        gpt2_reference.write_safetensors(out / "model.safetensors", t, args.dtype)
     arch = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM"}[model_type]
     config = {"model_type": model_type, "architectures": [arch], "num_hidden_layers": layers, "hidden_size": c,
               "num_attention_heads": heads, "num_key_value_heads": kv_heads, "intermediate_size": inner,
@@ -108,8 +124,39 @@ def inv_freq(cfg, d):
     kind = s.get("rope_type", s.get("type"))
     if kind == "linear":
         return f / s["factor"]
+    if kind == "yarn":
+        return yarn(cfg, d)[0]
     assert kind == "llama3", kind
     return f / llama3_factors(f, s)
+
+
+def yarn(cfg, d):
+    """YaRN's frequencies and attention factor as transformers' _compute_yarn_parameters defines
+    them (modeling_rope_utils.py), with the factor and original context as rope_scaling gives
+    them (llama.cpp's converter writes both as they are)."""
+    s, base = cfg["rope_scaling"], cfg.get("rope_theta", 10000.0)
+    factor = s["factor"]
+    original = s.get("original_max_position_embeddings") or cfg["max_position_embeddings"]
+    attention = s.get("attention_factor") or (1.0 if factor <= 1 else 0.1 * math.log(factor) + 1.0)
+    beta_fast, beta_slow = s.get("beta_fast") or 32, s.get("beta_slow") or 1
+
+    def correction_dim(rotations):
+        return (d * math.log(original / (rotations * 2 * math.pi))) / (2 * math.log(base))
+
+    low = max(math.floor(correction_dim(beta_fast)), 0)
+    high = min(math.ceil(correction_dim(beta_slow)), d - 1)
+    if low == high:
+        high += 0.001
+    ramp = np.clip((np.arange(d // 2, dtype=np.float64) - low) / (high - low), 0, 1)
+    pos_freqs = base ** (np.arange(0, d, 2, dtype=np.float64) / d)
+    extrapolation = 1 - ramp
+    return (1.0 / (factor * pos_freqs)) * (1 - extrapolation) + (1.0 / pos_freqs) * extrapolation, attention
+
+
+def rope_amplitude(cfg, d):
+    """What cos and sin are scaled by: YaRN's attention factor, else 1."""
+    s = cfg.get("rope_scaling")
+    return yarn(cfg, d)[1] if s and s.get("rope_type", s.get("type")) == "yarn" else 1.0
 
 
 def llama3_factors(f, s):
@@ -132,10 +179,11 @@ def rms_norm(x, g, eps):
     return x / np.sqrt((x * x).mean(-1, keepdims=True) + eps) * g
 
 
-def rope(x, positions, f):
-    """x (T, heads, D), Hugging Face's rotate_half over halves of each head."""
+def rope(x, positions, f, amplitude=1.0):
+    """x (T, heads, D), Hugging Face's rotate_half over halves of each head; cos and sin times
+    `amplitude` (YaRN's attention scaling)."""
     angle = positions[:, None] * f[None, :]  # (T, D/2)
-    cos, sin = np.cos(angle)[:, None, :], np.sin(angle)[:, None, :]
+    cos, sin = np.cos(angle)[:, None, :] * amplitude, np.sin(angle)[:, None, :] * amplitude
     half = x.shape[-1] // 2
     a, b = x[..., :half], x[..., half:]
     return np.concatenate([a * cos - b * sin, a * sin + b * cos], axis=-1)
@@ -146,7 +194,7 @@ def forward(cfg, w, tokens):
     kv_heads = cfg.get("num_key_value_heads", heads)
     d = cfg.get("head_dim") or c // heads
     eps = cfg.get("rms_norm_eps", 1e-6)
-    f = inv_freq(cfg, d)
+    f, amplitude = inv_freq(cfg, d), rope_amplitude(cfg, d)
     ids = np.array(tokens)
     t = len(ids)
     pos = np.arange(t, dtype=np.float64)
@@ -160,7 +208,7 @@ def forward(cfg, w, tokens):
         if p + "self_attn.q_norm.weight" in w:
             qh = rms_norm(qh, w[p + "self_attn.q_norm.weight"], eps)
             kh = rms_norm(kh, w[p + "self_attn.k_norm.weight"], eps)
-        qh, kh = rope(qh, pos, f), rope(kh, pos, f)
+        qh, kh = rope(qh, pos, f, amplitude), rope(kh, pos, f, amplitude)
         group = heads // kv_heads
         att = np.empty((t, heads, d))
         for hh in range(heads):
@@ -252,6 +300,10 @@ def write_gguf(args):
             (k + "rope.dimension_count", gw.U32, d), ("general.file_type", gw.U32, FILE_TYPE[args.outtype])]
     if cfg.get("head_dim"):
         meta += [(k + "attention.key_length", gw.U32, d), (k + "attention.value_length", gw.U32, d)]
+    scaling = cfg.get("rope_scaling")
+    if scaling and scaling.get("rope_type", scaling.get("type")) == "yarn":  # as convert_hf_to_gguf.py writes YaRN
+        meta += [(k + "rope.scaling.type", gw.STRING, "yarn"), (k + "rope.scaling.factor", gw.F32, scaling["factor"]),
+                 (k + "rope.scaling.original_context_length", gw.U32, scaling["original_max_position_embeddings"])]
     if args.outtype in ("q8_0", "q4_0"):
         meta.append(("general.quantization_version", gw.U32, 2))
     meta += tokenizer_metadata(pathlib.Path(args.model), arch, w["model.embed_tokens.weight"].shape[0])
@@ -351,6 +403,7 @@ def main():
     c.add_argument("--config", choices=sorted(CONFIGS), required=True)
     c.add_argument("--seed", type=int, default=1)
     c.add_argument("--dtype", default="F32", choices=["F32", "F16", "BF16"])
+    c.add_argument("--shards", type=int, default=1, help="write model-0000i-of-0000N.safetensors and their index")
     c.add_argument("--out", required=True)
     lg = sub.add_parser("logits")
     lg.add_argument("--model", required=True)

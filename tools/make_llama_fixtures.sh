@@ -14,7 +14,7 @@ tokens=1,5,9,200,3,77,12,0,250,31,64,2,9,9,100,17,18,40,41,42
 mkdir -p "$out"
 echo "$tokens" > "$out/tokens.txt"
 seed=1
-for config in llama-tiny qwen2-tiny qwen3-tiny; do
+for config in llama-tiny qwen2-tiny qwen3-tiny qwen2-yarn-tiny; do
   d=$out/$config
   seed=$((seed + 1))
   if [ ! -f "$d/logits.f64" ]; then
@@ -34,6 +34,8 @@ done
 # The same llama checkpoint in bf16 safetensors (loaded as float).
 [ -f "$out/llama-tiny-bf16/config.json" ] || $ref checkpoint --config llama-tiny --seed 2 --dtype BF16 --out "$out/llama-tiny-bf16" >/dev/null
 [ -f "$out/llama-tiny-bf16/logits.f64" ] || $ref logits --model "$out/llama-tiny-bf16" --tokens "$tokens" --out "$out/llama-tiny-bf16/logits.f64" >/dev/null
+# The llama checkpoint again in three shards (model.safetensors.index.json): the same weights.
+[ -f "$out/llama-tiny-sharded/config.json" ] || $ref checkpoint --config llama-tiny --seed 2 --shards 3 --out "$out/llama-tiny-sharded" >/dev/null
 # The trained Llama (tests/data/fortunes-llama): its reference logits, over its F16 weights.
 [ -f "$out/fortunes-llama-logits.f64" ] || $ref logits --model "$here/../tests/data/fortunes-llama" --tokens "$tokens" \
     --out "$out/fortunes-llama-logits.f64" >/dev/null
@@ -46,7 +48,9 @@ bad() {  # name --set KEY=TYPE:VALUE
 mkdir -p "$out/bad"
 bad moe --set llama.expert_count=u32:8
 bad sliding-window --set llama.attention.sliding_window=u32:16
-bad yarn --set llama.rope.scaling.type=str:yarn --set llama.rope.scaling.factor=f32:4
+bad longrope --set llama.rope.scaling.type=str:longrope --set llama.rope.scaling.factor=f32:4
+bad yarn-log-multiplier --set llama.rope.scaling.type=str:yarn --set llama.rope.scaling.factor=f32:4 \
+    --set llama.rope.scaling.yarn_log_multiplier=f32:0.1
 bad partial-rope --set llama.rope.dimension_count=u32:8
 bad falcon --set general.architecture=str:falcon
 bad heads --set llama.attention.head_count_kv=u32:3

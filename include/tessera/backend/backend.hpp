@@ -126,11 +126,11 @@ concept HasRmsNorm = requires(B& b, MatrixView<const float, B> x, VectorView<con
 enum class RopePairing { adjacent, halves };
 
 // x(T,H,D) rotated in place, row r at position first + r, pair i by the angle position ·
-// inv_freq[i] (D/2 frequencies on the host);
+// inv_freq[i] (D/2 frequencies on the host), and scaled by `amplitude` (YaRN's attention factor;
+// 1: none);
 template <class B>
-concept HasRotary = requires(B& b, Tensor3View<float, B> x, std::size_t first, std::span<const double> inv_freq, RopePairing p) {
-    b.rotary(x, first, inv_freq, p);
-};
+concept HasRotary = requires(B& b, Tensor3View<float, B> x, std::size_t first, std::span<const double> inv_freq, RopePairing p,
+                             float amplitude) { b.rotary(x, first, inv_freq, p, amplitude); };
 
 // the gated SiLU: out = gate · σ(gate) · up, element-wise.
 template <class B>

@@ -131,8 +131,10 @@ public:
     void rms_norm(MatrixView<const float, Cpu> x, VectorView<const float, Cpu> gamma, float eps, MatrixView<float, Cpu> out) {
         cpu::rms_norm(*pool_, x.data(), gamma.data(), eps, out.data(), x.extent(0), x.extent(1));
     }
-    void rotary(Tensor3View<float, Cpu> x, std::size_t first, std::span<const double> inv_freq, RopePairing pairing) {
-        cpu::rotary(*pool_, x.data(), x.extent(0), x.extent(1), x.extent(2), first, inv_freq.data(), pairing == RopePairing::halves);
+    void rotary(Tensor3View<float, Cpu> x, std::size_t first, std::span<const double> inv_freq, RopePairing pairing,
+                float amplitude) {
+        cpu::rotary(*pool_, x.data(), x.extent(0), x.extent(1), x.extent(2), first, inv_freq.data(), pairing == RopePairing::halves,
+                    amplitude);
     }
     void silu_mul(VectorView<const float, Cpu> gate, VectorView<const float, Cpu> up, VectorView<float, Cpu> out) {
         cpu::silu_mul(*pool_, gate.data(), up.data(), out.data(), out.size());

@@ -1,5 +1,6 @@
 #pragma once
-// GgufFileFormat: how a GGUF file that quantize writes stores each tensor of a GPT-2.
+// GgufFileFormat: how a GGUF file that quantize writes stores each tensor of a GPT-2 (and of a
+// Llama-family model: llama_tensor_format).
 //   - A model format (f32, bf16, q8_0, q4_0): every matrix in it, the tied embedding / head as
 //     the model keeps it (HeadFormat: a Q4_0 file's in Q6_K or Q8_0), the rest in F32.
 //   - A K-quant type of llama-quantize (q4_k_m, q5_k_m, q6_k), as its llama_tensor_get_type
@@ -93,6 +94,23 @@ public:
                                 " there, which tessera does not write (q8_0 or q4_0 fit this model)");
         }
         return f;
+    }
+
+    // The format tensor `r` of a Llama-family model is stored in (its Hugging Face name): the
+    // matrices in the model format, the embedding and an untied head as Llama<B, W> holds them
+    // (HeadFormat's narrow one: a Q4_0 model's in Q8_0), the norms and biases in F32. The
+    // K-quant mixes are GPT-2's only so far.
+    WeightFormatId llama_tensor_format(const TensorRequest& r) const {
+        using Role = TensorRequest::Role;
+        if (mix_ != Mix::none) {
+            throw ArgumentError("quantize: " + std::string(name()) + " is written for GPT-2 only so far; a Llama-family model takes " +
+                                "f32, bf16, q8_0 or q4_0");
+        }
+        if (r.role == Role::linear) return format_;
+        if (r.role == Role::vector) return WeightFormatId::f32;
+        WeightFormatId head = format_;
+        with_weight_type(format_, [&head]<class W>() { head = WeightFormat<typename HeadFormat<W>::narrow>::id; });
+        return head;
     }
 
 private:

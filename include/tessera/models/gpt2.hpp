@@ -15,6 +15,7 @@
 #include <tessera/core/error.hpp>               // ArgumentError
 #include <tessera/core/kv_precision.hpp>        // KvPrecision
 #include <tessera/io/safetensors.hpp>           // SafetensorsFile
+#include <tessera/io/safetensors_shards.hpp>    // SafetensorsShards
 #include <tessera/models/decoder_model.hpp>     // DecoderModel
 #include <tessera/models/gpt2_checkpoints.hpp>  // SafetensorsGpt2Checkpoint
 #include <tessera/models/gpt2_config.hpp>       // GPT2Shape, GPT2Config
@@ -97,7 +98,11 @@ public:
     // From a Hugging Face safetensors checkpoint (plain or "transformer."-prefixed names; the
     // attn.bias / attn.masked_bias buffers are ignored).
     void load(const io::SafetensorsFile& file, float layer_norm_eps = 1e-5f, bool tie_word_embeddings = true) {
-        Base::load(SafetensorsGpt2Checkpoint(file), Gpt2LoadOptions{layer_norm_eps, tie_word_embeddings});
+        load(io::SafetensorsShards(file), layer_norm_eps, tie_word_embeddings);
+    }
+    // From a sharded one (model.safetensors.index.json's shards).
+    void load(const io::SafetensorsShards& shards, float layer_norm_eps = 1e-5f, bool tie_word_embeddings = true) {
+        Base::load(SafetensorsGpt2Checkpoint(shards), Gpt2LoadOptions{layer_norm_eps, tie_word_embeddings});
     }
 };
 

@@ -23,7 +23,8 @@
 #include <tessera/core/weight_formats.hpp>  // WeightFormatId
 #include <tessera/io/gguf.hpp>              // GgufFile
 #include <tessera/models/gguf_checkpoint.hpp>  // GgufCheckpoint, weight_format_of
-#include <tessera/io/safetensors.hpp>       // SafetensorsFile, shape_string
+#include <tessera/io/safetensors.hpp>       // shape_string
+#include <tessera/io/safetensors_shards.hpp>  // SafetensorsShards
 #include <tessera/models/gpt2_config.hpp>   // GPT2Shape, Gpt2Hyperparameters
 #include <tessera/nn/parameter.hpp>         // Checkpoint, TensorRequest
 
@@ -56,7 +57,7 @@ inline void check_blocks_held(const std::string& file, const std::string& says, 
 
 class SafetensorsGpt2Checkpoint final : public Checkpoint {
 public:
-    explicit SafetensorsGpt2Checkpoint(const io::SafetensorsFile& file)
+    explicit SafetensorsGpt2Checkpoint(const io::SafetensorsShards& file)
         : file_(file), prefix_(file.contains("transformer.wte.weight") ? "transformer." : "") {}
 
     const std::string& path() const override { return file_.path(); }
@@ -67,12 +68,12 @@ public:
         const io::TensorInfo& t = checked(r);
         detail::check_rows_asked(path(), r, first, dst.size());
         if (r.role != TensorRequest::Role::linear) {
-            file_.read_float_range(t, first * r.cols, dst);
+            file_.file_of(t.name).read_float_range(t, first * r.cols, dst);
             return;
         }
         // Conv1D [in, out]: the outputs asked for are columns.
         std::vector<float> whole(t.elements());
-        file_.read_float(t, whole);
+        file_.file_of(t.name).read_float(t, whole);
         const std::size_t in = r.cols, out = r.rows, count = dst.size() / in;
         for (std::size_t o = 0; o < count; ++o)
             for (std::size_t i = 0; i < in; ++i) dst[o * in + i] = whole[i * out + first + o];
@@ -92,7 +93,7 @@ private:
         return t;
     }
 
-    const io::SafetensorsFile& file_;
+    const io::SafetensorsShards& file_;  // model.safetensors, or an index's shards
     std::string prefix_;
 };
 

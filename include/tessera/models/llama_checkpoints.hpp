@@ -9,7 +9,8 @@
 // Whatever a file says that changes the computation is read, and either supported or refused
 // naming the key and its value: sliding-window attention, mixtures of experts, unknown rope
 // scalings, other activations.
-#include <cmath>        // std::isfinite
+#include <algorithm>    // std::find
+#include <cmath>        // std::isfinite, std::log
 #include <cstddef>      // std::size_t
 #include <cstdint>      // std::uint64_t
 #include <span>         // std::span
@@ -22,6 +23,7 @@
 #include <tessera/io/gguf.hpp>                // GgufFile
 #include <tessera/io/json.hpp>                // JsonValue
 #include <tessera/io/safetensors.hpp>         // SafetensorsFile, shape_string
+#include <tessera/io/safetensors_shards.hpp>  // SafetensorsShards: one file or an index's shards
 #include <tessera/models/gguf_checkpoint.hpp> // GgufCheckpoint
 #include <tessera/models/llama.hpp>           // LlamaShape
 #include <tessera/nn/parameter.hpp>           // Checkpoint, TensorRequest
@@ -68,23 +70,24 @@ public:
 // Hugging Face safetensors of a Llama-family model: tables and linear maps both [rows, cols].
 class SafetensorsLlamaCheckpoint final : public Checkpoint {
 public:
-    explicit SafetensorsLlamaCheckpoint(const io::SafetensorsFile& file) : file_(file) {}
-    const std::string& path() const override { return file_.path(); }
+    explicit SafetensorsLlamaCheckpoint(const io::SafetensorsShards& shards) : shards_(shards) {}
+    const std::string& path() const override { return shards_.path(); }
 
     void read_rows(const TensorRequest& r, std::size_t first, std::span<float> dst) const override {
-        const io::TensorInfo& t = file_.info(r.name);
+        const io::SafetensorsFile& file = shards_.file_of(r.name);
+        const io::TensorInfo& t = file.info(r.name);
         const std::vector<std::size_t> expected =
             r.role == TensorRequest::Role::vector ? std::vector<std::size_t>{r.cols} : std::vector<std::size_t>{r.rows, r.cols};
         if (t.shape != expected) {
-            throw FormatError(path() + ": tensor '" + t.name + "' has shape " + io::shape_string(t.shape) + " but config.json implies " +
-                              io::shape_string(expected));
+            throw FormatError(file.path() + ": tensor '" + t.name + "' has shape " + io::shape_string(t.shape) +
+                              " but config.json implies " + io::shape_string(expected));
         }
-        detail::check_rows_asked(path(), r, first, dst.size());
-        file_.read_float_range(t, first * r.cols, dst);
+        detail::check_rows_asked(file.path(), r, first, dst.size());
+        file.read_float_range(t, first * r.cols, dst);
     }
 
 private:
-    const io::SafetensorsFile& file_;
+    const io::SafetensorsShards& shards_;
 };
 
 // What a GGUF file of a Llama-family architecture says the network is (llama.cpp's keys under
@@ -141,8 +144,28 @@ inline LlamaShape gguf_llama_shape(const io::GgufFile& file) {
         if (t == "linear") {
             s.rope.scaling.kind = RopeScaling::Kind::linear;
             s.rope.scaling.factor = positive_real(k + "rope.scaling.factor");
+        } else if (t == "yarn") {  // as llama.cpp reads it: its converter's keys
+            RopeScaling& y = s.rope.scaling;
+            y.kind = RopeScaling::Kind::yarn;
+            y.factor = positive_real(k + "rope.scaling.factor");
+            y.original_context = file.find(k + "rope.scaling.original_context_length")
+                                     ? static_cast<double>(positive(k + "rope.scaling.original_context_length"))
+                                     : static_cast<double>(s.n_ctx);
+            if (file.find(k + "rope.scaling.yarn_beta_fast")) y.beta_fast = positive_real(k + "rope.scaling.yarn_beta_fast");
+            if (file.find(k + "rope.scaling.yarn_beta_slow")) y.beta_slow = positive_real(k + "rope.scaling.yarn_beta_slow");
+            for (const char* other : {"rope.scaling.yarn_log_multiplier", "rope.scaling.yarn_ext_factor"}) {
+                const std::string key = k + other;
+                const double neutral = std::string_view(other).ends_with("ext_factor") ? 1.0 : 0.0;
+                if (file.find(key) && file.real_value(key) != neutral) {
+                    fail("metadata '" + key + "' is " + std::to_string(file.real_value(key)) + ": only YaRN's default blend is supported");
+                }
+            }
+            // llama.cpp scales its attention factor (1 + 0.1 ln factor) by rope.scaling.attn_factor.
+            if (file.find(k + "rope.scaling.attn_factor")) {
+                y.attention_factor = positive_real(k + "rope.scaling.attn_factor") * (y.factor <= 1 ? 1.0 : 0.1 * std::log(y.factor) + 1.0);
+            }
         } else if (t != "none") {
-            fail("metadata '" + k + "rope.scaling.type' is '" + t + "': only none and linear (and Llama 3's rope_freqs) are supported");
+            fail("metadata '" + k + "rope.scaling.type' is '" + t + "': only none, linear and yarn (and Llama 3's rope_freqs) are supported");
         }
     }
     if (const io::GgufTensorInfo* freqs = file.find_tensor("rope_freqs.weight")) {
@@ -236,9 +259,27 @@ inline LlamaShape hf_llama_shape(const io::JsonValue& j, const std::string& wher
             s.rope.scaling.low_freq_factor = number("low_freq_factor", 1.0);
             s.rope.scaling.high_freq_factor = number("high_freq_factor", 4.0);
             s.rope.scaling.original_context = number("original_max_position_embeddings", 8192.0);
+        } else if (t == "yarn") {  // Hugging Face's _compute_yarn_parameters, without DeepSeek's mscale
+            for (const auto& [key, value] : r.members()) {
+                static constexpr std::string_view known[] = {"rope_type", "type", "factor", "original_max_position_embeddings",
+                                                             "beta_fast", "beta_slow", "attention_factor"};
+                if (key == "truncate" && value.is_bool() && value.as_bool()) continue;
+                if (std::find(std::begin(known), std::end(known), key) == std::end(known)) {
+                    fail("rope_scaling." + key + " " + value.describe() + " is not supported with yarn (factor, " +
+                         "original_max_position_embeddings, beta_fast, beta_slow and attention_factor are)");
+                }
+            }
+            if (!r.find("factor")) fail("rope_scaling has rope_type yarn but no factor");
+            RopeScaling& y = s.rope.scaling;
+            y.kind = RopeScaling::Kind::yarn;
+            y.factor = number("factor", 1.0);
+            y.original_context = number("original_max_position_embeddings", static_cast<double>(s.n_ctx));
+            y.beta_fast = number("beta_fast", 32.0);
+            y.beta_slow = number("beta_slow", 1.0);
+            y.attention_factor = number("attention_factor", 0.0);
         } else if (t != "default") {
             fail("rope_scaling's rope_type " + (kind ? kind->describe() : std::string("(none)")) +
-                 " is not supported (linear, llama3 and default are)");
+                 " is not supported (linear, llama3, yarn and default are)");
         }
     }
     return s;

@@ -20,7 +20,7 @@
 #include <tessera/io/json.hpp>                 // parse_json, JsonValue
 #include <tessera/io/read_only_file.hpp>       // read_whole_file
 #include <tessera/io/gguf.hpp>                 // GgufFile
-#include <tessera/io/safetensors.hpp>          // SafetensorsFile
+#include <tessera/io/safetensors_shards.hpp>   // SafetensorsShards
 #include <tessera/models/gpt2_checkpoints.hpp> // SafetensorsGpt2Checkpoint, GgufGpt2Checkpoint
 #include <tessera/models/gpt2.hpp>             // GPT2
 #include <tessera/models/gpt2_config.hpp>      // GPT2Shape, GPT2Dynamic
@@ -130,7 +130,7 @@ public:
             detail::check_blocks_held(gguf_->path(), "gpt2.block_count is", hyper_.shape.n_layer, detail::blocks_held(names, "blk."));
         } else {
             hyper_ = HfGpt2Config::read(path / "config.json");
-            safetensors_.emplace(path / "model.safetensors");
+            safetensors_.emplace(path);  // model.safetensors, or the shards of model.safetensors.index.json
             auto checkpoint = std::make_unique<SafetensorsGpt2Checkpoint>(*safetensors_);
             check_weight_count((path / "config.json").string(), safetensors_->path(), [&] {
                 double held = 0;
@@ -165,7 +165,7 @@ private:
 
     std::vector<std::filesystem::path> paths_;
     Gpt2Hyperparameters hyper_;
-    std::optional<io::SafetensorsFile> safetensors_;
+    std::optional<io::SafetensorsShards> safetensors_;
     std::optional<io::GgufFile> gguf_;
     std::unique_ptr<Checkpoint> checkpoint_;
     WeightFormatId stored_ = WeightFormatId::f32;

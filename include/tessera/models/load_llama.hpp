@@ -15,7 +15,7 @@
 #include <tessera/io/gguf.hpp>                   // GgufFile
 #include <tessera/io/json.hpp>                   // parse_json
 #include <tessera/io/read_only_file.hpp>         // read_whole_file
-#include <tessera/io/safetensors.hpp>            // SafetensorsFile
+#include <tessera/io/safetensors_shards.hpp>     // SafetensorsShards
 #include <tessera/models/gpt2_checkpoints.hpp>   // detail::blocks_held, check_blocks_held
 #include <tessera/models/language_model.hpp>     // LanguageModel, LanguageModelFor
 #include <tessera/models/llama.hpp>              // Llama, LlamaShape
@@ -44,7 +44,7 @@ public:
         } else {
             const std::filesystem::path config = path / "config.json";
             shape_ = hf_llama_shape(io::parse_json(io::read_whole_file(config, 16 << 20), config.string()), config.string());
-            safetensors_.emplace(path / "model.safetensors");
+            safetensors_.emplace(path);  // model.safetensors, or the shards of model.safetensors.index.json
             checkpoint_ = std::make_unique<SafetensorsLlamaCheckpoint>(*safetensors_);
             names = safetensors_->names();
             for (const std::string& name : names) held += static_cast<double>(safetensors_->info(name).elements());
@@ -67,11 +67,13 @@ public:
     const Checkpoint& checkpoint() const noexcept { return *checkpoint_; }
     WeightFormatId stored_format() const noexcept { return stored_; }
     const std::vector<std::filesystem::path>& paths() const noexcept { return paths_; }
+    // The GGUF file, or nullptr for a Hugging Face directory.
+    const io::GgufFile* gguf() const noexcept { return gguf_ ? &*gguf_ : nullptr; }
 
 private:
     std::vector<std::filesystem::path> paths_;
     LlamaShape shape_;
-    std::optional<io::SafetensorsFile> safetensors_;
+    std::optional<io::SafetensorsShards> safetensors_;
     std::optional<io::GgufFile> gguf_;
     std::unique_ptr<Checkpoint> checkpoint_;
     WeightFormatId stored_ = WeightFormatId::f32;

@@ -11,10 +11,12 @@
 #include <cstring>     // std::strerror
 #include <filesystem>  // std::filesystem::path
 #include <string>      // std::string
+#include <string_view>  // std::string_view
 #include <vector>      // std::vector
 
 #include <tessera/core/error.hpp>         // ArgumentError, FormatError
 #include <tessera/io/read_only_file.hpp>  // file_kind
+#include <tessera/io/safetensors_shards.hpp>  // safetensors_files: one file or an index's shards
 
 namespace tessera {
 
@@ -43,11 +45,17 @@ inline ModelPathKind model_path_kind(const std::filesystem::path& model) {
 }
 
 // Every file the model at `model` consists of: the GGUF file itself, or the directory's files
-// above (those that exist).
+// above, with a sharded checkpoint's index and shards in place of model.safetensors.
 inline std::vector<std::filesystem::path> model_files(const std::filesystem::path& model) {
     if (model_path_kind(model) == ModelPathKind::gguf_file) return {model};
     std::vector<std::filesystem::path> files;
-    for (const char* name : hf_model_files) files.push_back(model / name);
+    for (const char* name : hf_model_files) {
+        if (std::string_view(name) == io::safetensors_single) {
+            for (std::filesystem::path& f : io::safetensors_files(model)) files.push_back(std::move(f));
+        } else {
+            files.push_back(model / name);
+        }
+    }
     return files;
 }
 

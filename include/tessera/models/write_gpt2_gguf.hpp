@@ -17,6 +17,7 @@
 #include <tessera/core/weight_formats.hpp>     // WeightFormat, WeightFormatId, with_weight_type
 #include <tessera/io/gguf.hpp>                 // GgmlType
 #include <tessera/io/gguf_writer.hpp>          // GgufWriter
+#include <tessera/models/gguf_writing.hpp>     // ggml_type_of, add_bpe_tokenizer
 #include <tessera/models/gguf_file_format.hpp> // GgufFileFormat
 #include <tessera/models/gpt2_checkpoints.hpp> // gguf_gpt2_tensor_name
 #include <tessera/models/load_gpt2.hpp>        // Gpt2Files
@@ -50,19 +51,6 @@ inline std::vector<TensorRequest> gpt2_tensors(const Gpt2Hyperparameters& h) {
     return out;
 }
 
-inline io::GgmlType ggml_type_of(WeightFormatId format) noexcept {
-    switch (format) {
-        case WeightFormatId::bf16: return io::GgmlType::bf16;
-        case WeightFormatId::q8_0: return io::GgmlType::q8_0;
-        case WeightFormatId::q4_0: return io::GgmlType::q4_0;
-        case WeightFormatId::q6_k: return io::GgmlType::q6_k;
-        case WeightFormatId::q4_k: return io::GgmlType::q4_k;
-        case WeightFormatId::q5_k: return io::GgmlType::q5_k;
-        case WeightFormatId::f32: break;
-    }
-    return io::GgmlType::f32;
-}
-
 // Writes the file at `path`, which must not be one of the model's files (files.paths()) and is
 // replaced only once complete (io::OutputFile); each tensor stored as `format` says. Without a
 // tokenizer (nullptr: a checkpoint that has none) the file holds no tokenizer.ggml.* metadata.
@@ -86,23 +74,7 @@ inline void write_gpt2_gguf(const Gpt2Files& files, const BpeTokenizer* tokenize
     w.add_u32("gpt2.attention.head_count", static_cast<std::uint32_t>(h.shape.n_head));
     w.add_f32("gpt2.attention.layer_norm_epsilon", h.layer_norm_epsilon);
 
-    if (tokenizer != nullptr) {
-        w.add_string("tokenizer.ggml.model", "gpt2");
-        w.add_string("tokenizer.ggml.pre", "gpt-2");
-        std::vector<std::string> tokens;
-        std::vector<std::int32_t> types;  // llama.cpp's token types: 1 normal, 3 control
-        for (std::size_t id = 0; id < tokenizer->vocab_size(); ++id) {
-            tokens.push_back(tokenizer->token_text(static_cast<TokenId>(id)));
-            types.push_back(tokens.back() == BpeTokenizer::end_of_text ? 3 : 1);
-        }
-        w.add_strings("tokenizer.ggml.tokens", tokens);
-        w.add_i32s("tokenizer.ggml.token_type", types);
-        w.add_strings("tokenizer.ggml.merges", tokenizer->merge_texts());
-        if (const auto eos = tokenizer->eos_id()) {
-            w.add_u32("tokenizer.ggml.bos_token_id", static_cast<std::uint32_t>(*eos));
-            w.add_u32("tokenizer.ggml.eos_token_id", static_cast<std::uint32_t>(*eos));
-        }
-    }
+    if (tokenizer != nullptr) add_bpe_tokenizer(w, *tokenizer);
 
     const Checkpoint& source = files.checkpoint();
     for (const TensorRequest& r : gpt2_tensors(h)) {

@@ -190,7 +190,8 @@ public:
         gpu::check_launch("rms_norm_kernel");
     }
 
-    void rotary(Tensor3View<float, Cuda> x, std::size_t first, std::span<const double> inv_freq, RopePairing pairing) {
+    void rotary(Tensor3View<float, Cuda> x, std::size_t first, std::span<const double> inv_freq, RopePairing pairing,
+                float amplitude) {
         if (x.extent(0) == 0) return;
         if (inv_freq.size() > gpu::rotary_max_pairs) {
             throw BackendError("Cuda::rotary: heads of " + std::to_string(x.extent(2)) + " are over the " +
@@ -200,7 +201,7 @@ public:
         gpu::RotaryFrequencies f{};
         std::copy(inv_freq.begin(), inv_freq.end(), f.inv_freq);
         gpu::rotary_kernel<<<static_cast<unsigned>(x.extent(0)), 64, 0, stream_>>>(x.data(), x.extent(1), x.extent(2), first, f,
-                                                                                  pairing == RopePairing::halves);
+                                                                                  pairing == RopePairing::halves, amplitude);
         gpu::check_launch("rotary_kernel");
     }
 

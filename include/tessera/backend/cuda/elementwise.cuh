@@ -53,15 +53,17 @@ struct RotaryFrequencies {
 };
 
 // Grid: one block per row of x(rows, heads, dim), at position first + row; each thread turns
-// pairs (i, of dim / 2) in every head, the angle in double as on the CPU.
-__global__ void rotary_kernel(float* x, std::size_t heads, std::size_t dim, std::size_t first, RotaryFrequencies f, bool halves) {
+// pairs (i, of dim / 2) in every head, the angle in double and cos, sin scaled by `amplitude` as
+// on the CPU.
+__global__ void rotary_kernel(float* x, std::size_t heads, std::size_t dim, std::size_t first, RotaryFrequencies f, bool halves,
+                              float amplitude) {
     const std::size_t pairs = dim / 2;
     const double position = static_cast<double>(first + blockIdx.x);
     float* row = x + blockIdx.x * heads * dim;
     for (std::size_t i = threadIdx.x; i < pairs; i += blockDim.x) {
         double s, c;
         sincos(position * f.inv_freq[i], &s, &c);
-        const float cf = static_cast<float>(c), sf = static_cast<float>(s);
+        const float cf = static_cast<float>(c) * amplitude, sf = static_cast<float>(s) * amplitude;
         const std::size_t a = halves ? i : 2 * i, b = halves ? i + pairs : 2 * i + 1;
         for (std::size_t h = 0; h < heads; ++h) {
             float* v = row + h * dim;

@@ -151,6 +151,31 @@ void BM_Gelu(benchmark::State& state) {
     });
 }
 
+// One decode step's attention `keys` positions deep: one query of `heads` heads over keys and
+// values of `kv_heads` heads (grouped-query attention), f32 (kv 0), bf16 (1) or Q8_0 (2), as a
+// KV cache holds them; bytes: the cache read once.
+void BM_DecodeAttention(benchmark::State& state) {
+    const auto keys = static_cast<std::size_t>(state.range(0)), heads = static_cast<std::size_t>(state.range(1)),
+               kv_heads = static_cast<std::size_t>(state.range(2)), dim = static_cast<std::size_t>(state.range(3));
+    const auto kv = state.range(4);
+    using T3 = Tensor<float, Extents<dyn, dyn, dyn>, Cpu>;
+    T3 q(1, heads, dim), out(1, heads, dim), k(keys, kv_heads, dim), v(keys, kv_heads, dim);
+    fill(q.data(), q.size());
+    fill(k.data(), k.size());
+    fill(v.data(), v.size());
+    Tensor<bf16, Extents<dyn, dyn, dyn>, Cpu> k16(kv == 1 ? keys : 0, kv_heads, dim), v16(kv == 1 ? keys : 0, kv_heads, dim);
+    Tensor<Q8_0, Extents<dyn, dyn, dyn>, Cpu> k8(kv == 2 ? keys : 0, kv_heads, dim / 32), v8(kv == 2 ? keys : 0, kv_heads, dim / 32);
+    if (kv == 1) convert(k, k16), convert(v, v16);
+    if (kv == 2) WeightFormat<Q8_0>::quantize(k.data(), k8.data(), k.size()), WeightFormat<Q8_0>::quantize(v.data(), v8.data(), v.size());
+    const double per_value = kv == 0 ? 4.0 : kv == 1 ? 2.0 : 34.0 / 32.0;
+    run_and_report(state, 2.0 * per_value * static_cast<double>(keys * kv_heads * dim), 4.0 * static_cast<double>(keys * heads * dim), [&] {
+        if (kv == 0) causal_attention(*g_cpu, q, k, v, out);
+        if (kv == 1) causal_attention(*g_cpu, q, k16, v16, out);
+        if (kv == 2) causal_attention(*g_cpu, q, k8, v8, out);
+        benchmark::DoNotOptimize(out.data());
+    });
+}
+
 // GPT-2 124M: C = 768, 4C = 3072, 3C = 2304 (fused qkv), V = 50257.
 void weight_shapes(benchmark::internal::Benchmark* b) {
     b->ArgNames({"rows", "cols"});
@@ -177,6 +202,13 @@ BENCHMARK(BM_GemmFewRowsCold)
     ->ArgsProduct({{1, 2, 4, 8, 16, 64}, {3072}, {768}, {0, 1}})
     ->Args({16, 768, 3072, 0})
     ->Args({16, 768, 3072, 1})
+    ->UseManualTime();
+// SmolLM2-135M's heads (9 query, 3 key/value, 64 wide) 4,096 positions deep, in each cache format.
+BENCHMARK(BM_DecodeAttention)
+    ->ArgNames({"keys", "heads", "kv_heads", "dim", "kv"})
+    ->Args({4096, 9, 3, 64, 0})
+    ->Args({4096, 9, 3, 64, 1})
+    ->Args({4096, 9, 3, 64, 2})
     ->UseManualTime();
 BENCHMARK(BM_LayerNorm)->ArgNames({"tokens", "C"})->Args({1, 768})->Args({512, 768})->UseManualTime();
 

@@ -14,6 +14,8 @@
 #include <tessera/core/error.hpp>
 #include <tessera/models/open_gpt2_cuda.hpp>
 
+#include "skip.hpp"
+
 namespace {
 
 constexpr bool cuda_module_built = TESSERA_TEST_CUDA_MODULE;
@@ -46,7 +48,10 @@ TEST_CASE("open_gpt2_cuda's errors cross the module as tessera's exception types
 }
 
 TEST_CASE("a CUDA module that cannot be loaded is a BackendError naming it", "[cuda-module]") {
-    if (!cuda_module_built) return;  // the stub loads nothing
+    if (!cuda_module_built) {
+        tessera::test::skip("built without CUDA: the stub loads nothing");
+        return;
+    }
     ::setenv("TESSERA_CUDA_MODULE", "/nonexistent/libtessera_cuda_gpt2.so", 1);
     REQUIRE_THROWS_AS(tessera::open_gpt2_cuda("/nonexistent/model"), tessera::BackendError);
     REQUIRE_THROWS_WITH(tessera::open_gpt2_cuda("/nonexistent/model"),
@@ -55,7 +60,10 @@ TEST_CASE("a CUDA module that cannot be loaded is a BackendError naming it", "[c
 }
 
 TEST_CASE("a shared library that is not tessera's CUDA module is refused", "[cuda-module]") {
-    if (!cuda_module_built) return;
+    if (!cuda_module_built) {
+        tessera::test::skip("built without CUDA: the stub loads nothing");
+        return;
+    }
     ::setenv("TESSERA_CUDA_MODULE", "libm.so.6", 1);  // loads, but has none of the entry points
     REQUIRE_THROWS_WITH(tessera::open_gpt2_cuda("/nonexistent/model"),
                         Catch::Contains("libm.so.6") && Catch::Contains("lacks its entry points"));

@@ -286,3 +286,51 @@ TEST_CASE("NaN logits behind the model's argmax are still named by the sampler",
                       Catch::Contains("the model's logit for token 3 is NaN"));
     CHECK(model.argmax_calls == 1);
 }
+
+namespace {
+// A tokenizer of another kind than BPE: one token per byte, and 256 ends the text. Generation
+// code knows tokenizers only as Tokenizer (text/tokenizer.hpp).
+class ByteTokenizer final : public Tokenizer {
+public:
+    ByteTokenizer() {
+        for (int b = 0; b < 256; ++b) bytes_.emplace_back(1, static_cast<char>(b));
+        bytes_.emplace_back();  // the end of the text decodes to nothing
+    }
+    std::size_t vocab_size() const noexcept override { return bytes_.size(); }
+    std::optional<TokenId> eos_id() const override { return 256; }
+    const std::string& token_bytes(TokenId id) const override { return bytes_.at(static_cast<std::size_t>(id)); }
+
+private:
+    std::vector<TokenId> encode_ids(std::string_view text, SpecialTokens) const override {
+        std::vector<TokenId> ids;
+        for (const char c : text) ids.push_back(static_cast<unsigned char>(c));
+        return ids;
+    }
+    std::vector<std::string> bytes_;
+};
+
+struct ByteModel : ScriptedModel {
+    std::size_t vocabulary_size() const { return 257; }
+};
+}  // namespace
+
+// "é" is two bytes, each its own token: the stream never splits it, and the text ends at the
+// tokenizer's own end-of-text id.
+TEST_CASE("Generation takes any Tokenizer: a byte-level one streams whole characters and stops at its end id", "[generation]") {
+    ByteModel model;
+    const std::string expected = "caf\xc3\xa9!";
+    for (const char c : expected) model.script.push_back(static_cast<unsigned char>(c));
+    model.script.push_back(256);
+    model.logits.resize(257);
+    const ByteTokenizer tokenizer;
+    GreedySampler sampler(Rng(1), Greedy{});
+    Generator generator(model, tokenizer, sampler);
+    std::vector<std::string> pieces;
+    GenerationOptions options;
+    options.max_new_tokens = 20;
+    const Completion c = generator.generate("x", options, [&](std::string_view piece) { pieces.emplace_back(piece); });
+    CHECK(c.text == expected);
+    CHECK(c.stop_reason == StopReason::eos);
+    for (const std::string& p : pieces) CHECK(utf8::first_invalid(p) == p.size());  // never half of "é"
+    CHECK_THROWS_WITH(Generator(model, gpt2(), sampler), Catch::Contains("the tokenizer has 50257 tokens but the model's vocab_size is 257"));
+}

@@ -76,7 +76,7 @@ struct Job {
 class Engine {
 public:
     // `capacity`: choices running or waiting at most (more are refused: the server is busy).
-    Engine(LanguageModel& model, const BpeTokenizer& tokenizer, const BatchOptions& options, std::size_t capacity)
+    Engine(LanguageModel& model, const Tokenizer& tokenizer, const BatchOptions& options, std::size_t capacity)
         : batch_(model, tokenizer, options), capacity_(capacity), thread_([this] { loop(); }) {}
     Engine(const Engine&) = delete;
     Engine& operator=(const Engine&) = delete;

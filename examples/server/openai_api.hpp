@@ -23,7 +23,7 @@
 #include <tessera/generation/completion_state.hpp>  // GenerationOptions
 #include <tessera/generation/stop_strings.hpp>      // StopStrings
 #include <tessera/sampling/sampler.hpp>             // SamplingParams, make_sampler
-#include <tessera/text/bpe_tokenizer.hpp>           // BpeTokenizer
+#include <tessera/text/tokenizer.hpp>               // Tokenizer
 
 namespace tessera::server {
 
@@ -120,7 +120,7 @@ inline std::vector<TokenId> token_ids(const json& v, const std::string& param, s
 // The request body of POST /v1/completions, checked against the tokenizer (token ids, logit_bias
 // keys) and the sequence context (prompt length). Unknown fields are ignored, as OpenAI's
 // compatible servers do; fields this server cannot honour are refused, never ignored.
-inline CompletionRequest parse_completion_request(const json& body, const BpeTokenizer& tokenizer, std::size_t context,
+inline CompletionRequest parse_completion_request(const json& body, const Tokenizer& tokenizer, std::size_t context,
                                                   const RequestLimits& limits) {
     using namespace detail;
     if (!body.is_object()) throw ApiError(400, "the request body must be a JSON object");
@@ -239,7 +239,7 @@ inline const char* finish_reason(StopReason why) {
 
 // OpenAI's logprobs object for the tokens [from, to) of a completion whose text starts at
 // byte `offset` of the choice's text.
-inline json logprobs_json(const Completion& c, std::size_t from, std::size_t to, std::size_t offset, const BpeTokenizer& tokenizer) {
+inline json logprobs_json(const Completion& c, std::size_t from, std::size_t to, std::size_t offset, const Tokenizer& tokenizer) {
     json tokens = json::array(), logprobs = json::array(), top = json::array(), offsets = json::array();
     for (std::size_t i = from; i < to && i < c.logprobs.size(); ++i) {
         const TokenLogprob& t = c.logprobs[i];

@@ -34,7 +34,7 @@
 #include <tessera/models/language_model.hpp>        // BatchingLanguageModel, run_host_tasks
 #include <tessera/models/sequence.hpp>              // SequenceState, SequenceTokens
 #include <tessera/sampling/sampler.hpp>             // DefaultSampler
-#include <tessera/text/bpe_tokenizer.hpp>           // BpeTokenizer
+#include <tessera/text/tokenizer.hpp>               // Tokenizer
 
 namespace tessera {
 
@@ -51,7 +51,7 @@ public:
     using OnText = std::function<void(std::string_view)>;
     using OnDone = std::function<void(Completion&&)>;
 
-    BatchGenerator(Model& model, const BpeTokenizer& tokenizer, const BatchOptions& options)
+    BatchGenerator(Model& model, const Tokenizer& tokenizer, const BatchOptions& options)
         : model_(model), tokenizer_(tokenizer), options_(options) {
         tokenizer.check_vocab_size(model.vocabulary_size());
         if (options.sequences == 0) throw ArgumentError("BatchGenerator: sequences must be at least 1");
@@ -181,7 +181,7 @@ public:
 
 private:
     struct Request {
-        Request(RequestId i, Sampler s, const BpeTokenizer& tokenizer, std::vector<TokenId> prompt, std::size_t context,
+        Request(RequestId i, Sampler s, const Tokenizer& tokenizer, std::vector<TokenId> prompt, std::size_t context,
                 const GenerationOptions& options, OnText text, OnDone done)
             : id(i),
               sampler(std::move(s)),
@@ -235,7 +235,7 @@ private:
     }
 
     Model& model_;
-    const BpeTokenizer& tokenizer_;
+    const Tokenizer& tokenizer_;
     BatchOptions options_;
     std::vector<std::unique_ptr<SequenceState>> free_slots_;
     Requests waiting_, running_, finished_;
@@ -252,6 +252,6 @@ private:
 };
 
 template <class Model>
-BatchGenerator(Model&, const BpeTokenizer&, const BatchOptions&) -> BatchGenerator<Model, DefaultSampler>;
+BatchGenerator(Model&, const Tokenizer&, const BatchOptions&) -> BatchGenerator<Model, DefaultSampler>;
 
 }  // namespace tessera

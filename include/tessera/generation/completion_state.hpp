@@ -21,7 +21,7 @@
 #include <tessera/generation/completion.hpp>    // Completion, StopReason
 #include <tessera/sampling/log_probabilities.hpp>  // token_logprob
 #include <tessera/generation/stop_strings.hpp>  // StopStrings
-#include <tessera/text/bpe_tokenizer.hpp>       // BpeTokenizer, SpecialTokens
+#include <tessera/text/tokenizer.hpp>           // Tokenizer, SpecialTokens
 #include <tessera/text/stream_decoder.hpp>      // StreamDecoder
 
 namespace tessera {
@@ -44,7 +44,7 @@ public:
     // `prompt` (already tokenized) for a sequence of `context` positions. Throws ArgumentError
     // for a prompt that leaves no room for an answer (unless options.truncate_prompt) or an
     // empty prompt without an end-of-text token to start from.
-    CompletionState(const BpeTokenizer& tokenizer, std::vector<TokenId> prompt, std::size_t context,
+    CompletionState(const Tokenizer& tokenizer, std::vector<TokenId> prompt, std::size_t context,
                     const GenerationOptions& options, Sampler& sampler)
         : tokenizer_(&tokenizer),
           sampler_(&sampler),
@@ -204,7 +204,7 @@ private:
         c_.text = std::move(text_);
     }
 
-    const BpeTokenizer* tokenizer_;
+    const Tokenizer* tokenizer_;
     Sampler* sampler_;
     StopStrings stops_;
     StreamDecoder stream_;

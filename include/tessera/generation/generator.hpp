@@ -20,14 +20,14 @@
 #include <tessera/generation/completion.hpp>     // Completion
 #include <tessera/generation/completion_state.hpp>  // CompletionState, GenerationOptions
 #include <tessera/models/language_model.hpp>     // CausalLanguageModel
-#include <tessera/text/bpe_tokenizer.hpp>        // BpeTokenizer
+#include <tessera/text/tokenizer.hpp>            // Tokenizer
 
 namespace tessera {
 
 template <CausalLanguageModel Model, class Sampler>
 class Generator {
 public:
-    Generator(Model& model, const BpeTokenizer& tokenizer, Sampler& sampler)
+    Generator(Model& model, const Tokenizer& tokenizer, Sampler& sampler)
         : model_(model), tokenizer_(tokenizer), sampler_(sampler) {
         tokenizer.check_vocab_size(model.vocabulary_size());
     }
@@ -74,7 +74,7 @@ private:
     }
 
     Model& model_;
-    const BpeTokenizer& tokenizer_;
+    const Tokenizer& tokenizer_;
     Sampler& sampler_;
 };
 

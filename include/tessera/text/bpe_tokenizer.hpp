@@ -1,6 +1,6 @@
 #pragma once
 // BpeTokenizer: GPT-2's byte-level BPE, loaded from Hugging Face's vocab.json and merges.txt,
-// identical to OpenAI's encoder on any valid UTF-8 text.
+// identical to OpenAI's encoder on any valid UTF-8 text; a Tokenizer (text/tokenizer.hpp).
 //
 //   text --pretokenize--> pieces --bytes as byte-level symbols--> BPE merges by rank --> ids
 //
@@ -30,17 +30,12 @@
 #include <tessera/io/read_only_file.hpp>  // read_whole_file
 #include <tessera/text/byte_level.hpp>    // byte_to_char
 #include <tessera/text/pretokenizer.hpp>  // pretokenize
+#include <tessera/text/tokenizer.hpp>     // Tokenizer, SpecialTokens
 #include <tessera/text/utf8.hpp>          // append, decode_one, sanitize
 
 namespace tessera {
 
-// Whether special-token text such as "<|endoftext|>" in the input becomes its special id.
-enum class SpecialTokens {
-    as_text,  // encoded like any other text (the safe default for untrusted input)
-    allowed,  // recognised and mapped to the special id
-};
-
-class BpeTokenizer {
+class BpeTokenizer final : public Tokenizer {
 public:
     static constexpr std::string_view end_of_text = "<|endoftext|>";
 
@@ -75,24 +70,37 @@ public:
         if (merges_.empty()) throw FormatError(where + ": no merges");
     }
 
-    std::size_t vocab_size() const noexcept { return bytes_.size(); }
+    std::size_t vocab_size() const noexcept override { return bytes_.size(); }
     // The end-of-text id from vocab.json (50256 for GPT-2), if it has one.
-    std::optional<TokenId> eos_id() const { return token_id(end_of_text); }
+    std::optional<TokenId> eos_id() const override { return token_id(end_of_text); }
     std::optional<TokenId> token_id(std::string_view token) const {
         const auto it = ids_.find(std::string(token));
         return it == ids_.end() ? std::nullopt : std::optional<TokenId>(it->second);
     }
 
-    // A tokenizer and a model must agree on the vocabulary size; a mismatch is an error, since
-    // ids would silently mean other tokens.
-    void check_vocab_size(std::size_t model_vocab_size) const {
-        if (model_vocab_size != vocab_size()) {
-            throw TokenizerError("the tokenizer has " + std::to_string(vocab_size()) + " tokens but the model's vocab_size is " +
-                                 std::to_string(model_vocab_size) + ": they do not belong together");
+    // (encode, decode, check_vocab_size: Tokenizer's.)
+
+    // The raw bytes of one token; throws TokenizerError for an id outside the vocabulary.
+    const std::string& token_bytes(TokenId id) const override {
+        if (id < 0 || static_cast<std::size_t>(id) >= bytes_.size()) {
+            throw TokenizerError("token id " + std::to_string(id) + " is outside the vocabulary (" +
+                                 std::to_string(bytes_.size()) + " tokens)");
         }
+        return bytes_[static_cast<std::size_t>(id)];
     }
 
-    std::vector<TokenId> encode(std::string_view text, SpecialTokens special = SpecialTokens::as_text) const {
+    // A token as vocab.json and GGUF files write it: its bytes as byte-level characters ("Ġthe"),
+    // a special token as its own text.
+    std::string token_text(TokenId id) const {
+        const std::string& bytes = token_bytes(id);
+        if (bytes == end_of_text) return bytes;
+        std::string text;
+        for (const char b : bytes) utf8::append(text, byte_level::byte_to_char[static_cast<unsigned char>(b)]);
+        return text;
+    }
+
+private:
+    std::vector<TokenId> encode_ids(std::string_view text, SpecialTokens special) const override {
         std::vector<TokenId> ids;
         WordCache cache;
         if (special == SpecialTokens::allowed && eos_id()) {
@@ -112,33 +120,7 @@ public:
         return ids;
     }
 
-    // The exact bytes of the ids (may end inside a UTF-8 character when the ids were cut).
-    std::string decode_bytes(std::span<const TokenId> ids) const {
-        std::string out;
-        for (const TokenId id : ids) out += token_bytes(id);
-        return out;
-    }
-    // The text of the ids: invalid UTF-8 becomes U+FFFD (as Python's errors="replace").
-    std::string decode(std::span<const TokenId> ids) const { return utf8::sanitize(decode_bytes(ids)); }
-
-    // The raw bytes of one token; throws TokenizerError for an id outside the vocabulary.
-    const std::string& token_bytes(TokenId id) const {
-        if (id < 0 || static_cast<std::size_t>(id) >= bytes_.size()) {
-            throw TokenizerError("token id " + std::to_string(id) + " is outside the vocabulary (" +
-                                 std::to_string(bytes_.size()) + " tokens)");
-        }
-        return bytes_[static_cast<std::size_t>(id)];
-    }
-
-    // A token as vocab.json and GGUF files write it: its bytes as byte-level characters ("Ġthe"),
-    // a special token as its own text.
-    std::string token_text(TokenId id) const {
-        const std::string& bytes = token_bytes(id);
-        if (bytes == end_of_text) return bytes;
-        std::string text;
-        for (const char b : bytes) utf8::append(text, byte_level::byte_to_char[static_cast<unsigned char>(b)]);
-        return text;
-    }
+public:
     // The merges as merges.txt writes them ("Ġ t"), highest priority first.
     std::vector<std::string> merge_texts() const {
         std::vector<std::pair<std::int32_t, std::string>> ranked;

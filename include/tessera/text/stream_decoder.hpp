@@ -3,17 +3,17 @@
 // character. A token may end inside a character (emoji and CJK often span tokens); those bytes
 // are held back until the next token completes them. Bytes that can never become valid turn
 // into U+FFFD at once; at the end, finish() replaces an unfinished tail the same way. The
-// concatenation of everything emitted equals BpeTokenizer::decode of all the ids.
+// concatenation of everything emitted equals Tokenizer::decode of all the ids.
 #include <string>  // std::string
 
-#include <tessera/text/bpe_tokenizer.hpp>  // BpeTokenizer, TokenId
+#include <tessera/text/tokenizer.hpp>  // Tokenizer, TokenId
 #include <tessera/text/utf8.hpp>           // append_valid
 
 namespace tessera {
 
 class StreamDecoder {
 public:
-    explicit StreamDecoder(const BpeTokenizer& tokenizer) : tokenizer_(&tokenizer) {}
+    explicit StreamDecoder(const Tokenizer& tokenizer) : tokenizer_(&tokenizer) {}
 
     // The text that this id completes (possibly empty). Throws TokenizerError for a bad id.
     std::string push(TokenId id) {
@@ -32,7 +32,7 @@ private:
         return out;
     }
 
-    const BpeTokenizer* tokenizer_;
+    const Tokenizer* tokenizer_;
     std::string pending_;
 };
 

@@ -1,0 +1,72 @@
+#pragma once
+// Tokenizer: what generation, streaming and the server need of a tokenizer, whatever its kind
+// (byte-level BPE: text/bpe_tokenizer.hpp), as an interface: the kind a model file holds is
+// known only at run time, and generation code names no concrete tokenizer type.
+//
+// A kind implements vocab_size, eos_id, token_bytes and encode_ids; decoding and the vocabulary
+// check are the same for every kind.
+#include <cstddef>      // std::size_t
+#include <optional>     // std::optional
+#include <span>         // std::span
+#include <string>       // std::string
+#include <string_view>  // std::string_view
+#include <vector>       // std::vector
+
+#include <tessera/core/error.hpp>     // TokenizerError
+#include <tessera/core/token_id.hpp>  // TokenId
+#include <tessera/text/utf8.hpp>      // sanitize
+
+namespace tessera {
+
+// Whether special-token text such as "<|endoftext|>" in the input becomes its special id.
+enum class SpecialTokens {
+    as_text,  // encoded like any other text (the safe default for untrusted input)
+    allowed,  // recognised and mapped to the special id
+};
+
+class Tokenizer {
+public:
+    virtual ~Tokenizer() = default;
+
+    virtual std::size_t vocab_size() const noexcept = 0;
+    // The id that ends a text, if the vocabulary has one.
+    virtual std::optional<TokenId> eos_id() const = 0;
+    // The raw bytes one token stands for (possibly part of a UTF-8 character); throws
+    // TokenizerError for an id outside the vocabulary.
+    virtual const std::string& token_bytes(TokenId id) const = 0;
+
+    // Invalid UTF-8 is a TokenizerError naming its byte offset.
+    std::vector<TokenId> encode(std::string_view text, SpecialTokens special = SpecialTokens::as_text) const {
+        return encode_ids(text, special);
+    }
+
+    // The exact bytes of the ids (may end inside a UTF-8 character when the ids were cut).
+    std::string decode_bytes(std::span<const TokenId> ids) const {
+        std::string out;
+        for (const TokenId id : ids) out += token_bytes(id);
+        return out;
+    }
+    // The text of the ids: invalid UTF-8 becomes U+FFFD (as Python's errors="replace").
+    std::string decode(std::span<const TokenId> ids) const { return utf8::sanitize(decode_bytes(ids)); }
+
+    // A tokenizer and a model must agree on the vocabulary size; a mismatch is an error, since
+    // ids would silently mean other tokens.
+    void check_vocab_size(std::size_t model_vocab_size) const {
+        if (model_vocab_size != vocab_size()) {
+            throw TokenizerError("the tokenizer has " + std::to_string(vocab_size()) + " tokens but the model's vocab_size is " +
+                                 std::to_string(model_vocab_size) + ": they do not belong together");
+        }
+    }
+
+protected:
+    Tokenizer() = default;
+    Tokenizer(const Tokenizer&) = default;
+    Tokenizer(Tokenizer&&) = default;
+    Tokenizer& operator=(const Tokenizer&) = default;
+    Tokenizer& operator=(Tokenizer&&) = default;
+
+private:
+    virtual std::vector<TokenId> encode_ids(std::string_view text, SpecialTokens special) const = 0;
+};
+
+}  // namespace tessera

@@ -215,7 +215,7 @@ int main(int argc, char** argv) {
         const std::string text = prompt ? *prompt : tessera::cli::read_input("-");
         const auto tokenizer = [&] {
             try {
-                return tessera::open_tokenizer(model_dir);
+                return tessera::open_any_tokenizer(model_dir);
             } catch (const tessera::Error& e) {
                 // A Llama-family model with a GPT-2-style tokenizer runs on text; with another, on ids.
                 if (const std::string arch = tessera::model_architecture(model_dir); arch != "gpt2") {
@@ -234,7 +234,7 @@ int main(int argc, char** argv) {
                          static_cast<unsigned long long>(sampler.rng().seed()));
             print_kv_cache(*model);
         }
-        tessera::Generator generator(*model, tokenizer, sampler);
+        tessera::Generator generator(*model, *tokenizer, sampler);
         const bool stream = !no_stream && !json;
         tessera::cli::Output out;  // a failed write (full disk, reader gone) stops generating
         const auto c = generator.generate(text, generation, [&](std::string_view piece) {

@@ -53,6 +53,9 @@ CONFIGS = {
     "qwen2-yarn-tiny": ("qwen2", 2, 64, 4, 2, None, 128, 96, 300,
                         {"rope_theta": 10000.0, "rms_norm_eps": 1e-6, "tie_word_embeddings": True,
                          "rope_scaling": {"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 24}}),
+    # a SentencePiece vocabulary's size (tests/data/sentencepiece: gguf --sentencepiece)
+    "llama-spm-tiny": ("llama", 2, 64, 4, 2, None, 96, 96, 1000,
+                       {"rope_theta": 10000.0, "rms_norm_eps": 1e-5, "tie_word_embeddings": True}),
     # the published shapes, for speed (random weights; never downloaded)
     "smollm2-135m": ("llama", 30, 576, 9, 3, None, 1536, 8192, 49152,
                      {"rope_theta": 100000.0, "rms_norm_eps": 1e-5, "tie_word_embeddings": True}),
@@ -306,7 +309,11 @@ def write_gguf(args):
                  (k + "rope.scaling.original_context_length", gw.U32, scaling["original_max_position_embeddings"])]
     if args.outtype in ("q8_0", "q4_0"):
         meta.append(("general.quantization_version", gw.U32, 2))
-    meta += tokenizer_metadata(pathlib.Path(args.model), arch, w["model.embed_tokens.weight"].shape[0])
+    if args.sentencepiece:  # a SentencePiece model's pieces, as llama.cpp's converter writes them
+        import make_sentencepiece_fixture
+        meta += make_sentencepiece_fixture.gguf_metadata(args.sentencepiece)
+    else:
+        meta += tokenizer_metadata(pathlib.Path(args.model), arch, w["model.embed_tokens.weight"].shape[0])
     for item in args.set or []:  # KEY=u32:N | f32:X | str:S, replacing or adding (the bad-input fixtures)
         key, value = item.split("=", 1)
         kind, v = value.split(":", 1)
@@ -423,6 +430,7 @@ def main():
     g.add_argument("--out", required=True)
     g.add_argument("--outtype", default="f32", choices=sorted(FILE_TYPE))
     g.add_argument("--set", action="append", help="metadata KEY=u32:N|f32:X|str:S to replace or add")
+    g.add_argument("--sentencepiece", help="a tokenizer.model whose pieces become the file's tokenizer (python3-sentencepiece)")
     args = ap.parse_args()
     if args.cmd == "checkpoint":
         make_checkpoint(args)

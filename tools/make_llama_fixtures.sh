@@ -34,6 +34,14 @@ done
 # The same llama checkpoint in bf16 safetensors (loaded as float).
 [ -f "$out/llama-tiny-bf16/config.json" ] || $ref checkpoint --config llama-tiny --seed 2 --dtype BF16 --out "$out/llama-tiny-bf16" >/dev/null
 [ -f "$out/llama-tiny-bf16/logits.f64" ] || $ref logits --model "$out/llama-tiny-bf16" --tokens "$tokens" --out "$out/llama-tiny-bf16/logits.f64" >/dev/null
+# A llama of a SentencePiece vocabulary's size with that tokenizer (tests/data/sentencepiece), and
+# the reference's greedy ids after BOS + sentencepiece's ids of "Hello, world!" (from vectors.jsonl).
+d=$out/llama-spm-tiny
+[ -f "$d/config.json" ] || $ref checkpoint --config llama-spm-tiny --seed 9 --out "$d" >/dev/null
+[ -f "$out/llama-spm-tiny-f32.gguf" ] || $ref gguf --model "$d" --out "$out/llama-spm-tiny-f32.gguf" \
+    --sentencepiece "$here/../tests/data/sentencepiece/tokenizer.model" >/dev/null
+[ -f "$d/greedy.txt" ] || $ref greedy --model "$d" --tokens 1,358,458,917,936,685,962 --steps 8 |
+    $py -c 'import json, sys; print(json.dumps(json.load(sys.stdin)["tokens"], separators=(",", ":")))' > "$d/greedy.txt"
 # The llama checkpoint again in three shards (model.safetensors.index.json): the same weights.
 [ -f "$out/llama-tiny-sharded/config.json" ] || $ref checkpoint --config llama-tiny --seed 2 --shards 3 --out "$out/llama-tiny-sharded" >/dev/null
 # The trained Llama (tests/data/fortunes-llama): its reference logits, over its F16 weights.

@@ -132,7 +132,7 @@ inline CompletionRequest parse_completion_request(const json& body, const Tokeni
     if (!prompt) throw invalid("prompt", "is required");
     const auto add_text = [&](const json& p, const std::string& param) {
         r.prompt_texts.push_back(text(p, param));
-        r.prompts.push_back(tokenizer.encode(r.prompt_texts.back()));
+        r.prompts.push_back(tokenizer.encode_prompt(r.prompt_texts.back()));
     };
     const auto add_ids = [&](const json& p, const std::string& param) {
         r.prompts.push_back(token_ids(p, param, vocab));

@@ -60,7 +60,7 @@ struct Settings {
 // Everything a request needs once the model is loaded.
 struct Service {
     std::unique_ptr<tessera::LanguageModel> model;
-    std::optional<tessera::BpeTokenizer> tokenizer;
+    std::unique_ptr<tessera::Tokenizer> tokenizer;  // the kind the model file holds
     std::unique_ptr<Engine> engine;
 };
 
@@ -448,7 +448,7 @@ int main(int argc, char** argv) {
     });
     int rc = 0;
     try {
-        service.tokenizer = tessera::open_tokenizer(s.model_path);
+        service.tokenizer = tessera::open_any_tokenizer(s.model_path);
         service.model = tessera::open_model_on("cpu", s.model_path, s.threads, s.weights);
         service.model->use_kv_cache(s.kv_cache);
         tessera::BatchOptions batch;

@@ -82,7 +82,7 @@ public:
         return next_id_++;
     }
     RequestId add(std::string_view prompt, const GenerationOptions& options, Sampler sampler, OnText on_text, OnDone on_done) {
-        return add(tokenizer_.encode(prompt, options.prompt_special_tokens), options, std::move(sampler), std::move(on_text),
+        return add(tokenizer_.encode_prompt(prompt, options.prompt_special_tokens), options, std::move(sampler), std::move(on_text),
                    std::move(on_done));
     }
 

@@ -37,7 +37,7 @@ public:
         using clock = std::chrono::steady_clock;
         const auto seconds = [](clock::time_point t0) { return std::chrono::duration<double>(clock::now() - t0).count(); };
         const auto start = clock::now();
-        CompletionState<Sampler> state(tokenizer_, tokenizer_.encode(prompt, options.prompt_special_tokens),
+        CompletionState<Sampler> state(tokenizer_, tokenizer_.encode_prompt(prompt, options.prompt_special_tokens),
                                        model_.context_length(), options, sampler_);
         while (!state.finished()) {
             if (state.starts_over()) model_.reset();

@@ -40,10 +40,25 @@ public:
         return encode_ids(text, special);
     }
 
+    // Whether decoding a whole text drops one space at its start (SentencePiece's dummy prefix).
+    virtual bool strips_leading_space() const noexcept { return false; }
+    // The id a prompt starts with (SentencePiece models' BOS, as their files ask), if any.
+    virtual std::optional<TokenId> prompt_start() const { return std::nullopt; }
+
+    // A prompt's ids: prompt_start(), then encode(text).
+    std::vector<TokenId> encode_prompt(std::string_view text, SpecialTokens special = SpecialTokens::as_text) const {
+        std::vector<TokenId> ids;
+        if (const auto start = prompt_start()) ids.push_back(*start);
+        const std::vector<TokenId> rest = encode_ids(text, special);
+        ids.insert(ids.end(), rest.begin(), rest.end());
+        return ids;
+    }
+
     // The exact bytes of the ids (may end inside a UTF-8 character when the ids were cut).
     std::string decode_bytes(std::span<const TokenId> ids) const {
         std::string out;
         for (const TokenId id : ids) out += token_bytes(id);
+        if (strips_leading_space() && !out.empty() && out.front() == ' ') out.erase(0, 1);
         return out;
     }
     // The text of the ids: invalid UTF-8 becomes U+FFFD (as Python's errors="replace").

@@ -74,6 +74,15 @@ Difference compare(std::span<const float> got, const std::vector<double>& want, 
     return d;
 }
 
+// `good` with its first `from` replaced by `to`, written to `file` (a bad-input variant of a fixture).
+void write_edited(const std::string& good, const std::string& from, const std::string& to, const std::filesystem::path& file) {
+    std::string text = good;
+    const std::size_t at = text.find(from);
+    REQUIRE(at != std::string::npos);
+    text.replace(at, from.size(), to);
+    std::ofstream(file) << text;
+}
+
 // The model at `path`'s logits at every position of the fixture tokens against `want`: within
 // 1e-4.
 void check_all_positions(const std::string& path, const std::vector<double>& want) {
@@ -218,15 +227,10 @@ TEST_CASE("Llama family: a bad safetensors index is refused naming it", "[llama]
     const fs::path dir = fs::temp_directory_path() / ("tessera_llama_shards_" + std::to_string(::getpid()));
     fs::remove_all(dir);
     fs::copy(fixtures + "/llama-tiny-sharded", dir);
-    std::ifstream in(dir / "model.safetensors.index.json");
-    const std::string good((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string good = io::read_whole_file(dir / "model.safetensors.index.json", 1 << 20);
     Cpu cpu(1);
     const auto refused = [&](const std::string& from, const std::string& to, const std::string& message) {
-        std::string text = good;
-        const std::size_t at = text.find(from);
-        REQUIRE(at != std::string::npos);
-        text.replace(at, from.size(), to);
-        std::ofstream(dir / "model.safetensors.index.json") << text;
+        write_edited(good, from, to, dir / "model.safetensors.index.json");
         INFO(to);
         CHECK_THROWS_WITH(open_llama(cpu, dir), Catch::Contains(message) && Catch::Contains("model.safetensors.index.json"));
     };
@@ -313,15 +317,10 @@ TEST_CASE("Llama family: an unsupported config.json is refused naming the field"
     std::filesystem::create_directories(dir);
     std::filesystem::copy_file(fixtures + "/llama-tiny/model.safetensors", dir / "model.safetensors",
                                std::filesystem::copy_options::overwrite_existing);
-    std::ifstream in(fixtures + "/llama-tiny/config.json");
-    const std::string good((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string good = io::read_whole_file(fixtures + "/llama-tiny/config.json", 1 << 20);
     Cpu cpu(1);
     const auto refused = [&](const std::string& from, const std::string& to, const std::string& message) {
-        std::string text = good;
-        const std::size_t at = text.find(from);
-        REQUIRE(at != std::string::npos);
-        text.replace(at, from.size(), to);
-        std::ofstream(dir / "config.json") << text;
+        write_edited(good, from, to, dir / "config.json");
         INFO(to);
         CHECK_THROWS_WITH(open_llama(cpu, dir), Catch::Contains(message));
     };

@@ -8,6 +8,7 @@
 // the index, the shard and the tensor.
 #include <filesystem>   // std::filesystem::path, exists
 #include <map>          // std::map
+#include <set>          // std::set
 #include <memory>       // std::unique_ptr
 #include <span>         // std::span
 #include <string>       // std::string
@@ -54,9 +55,9 @@ inline std::vector<std::filesystem::path> safetensors_files(const std::filesyste
         return {dir / safetensors_single};
     }
     std::vector<std::filesystem::path> files{dir / safetensors_index};
-    std::map<std::string, bool> seen;
+    std::set<std::string> seen;
     for (const auto& [_, shard] : read_safetensors_index(dir / safetensors_index)) {
-        if (!seen[shard]) files.push_back(dir / shard), seen[shard] = true;
+        if (seen.insert(shard).second) files.push_back(dir / shard);
     }
     return files;
 }

@@ -153,9 +153,9 @@ inline LlamaShape gguf_llama_shape(const io::GgufFile& file) {
                                      : static_cast<double>(s.n_ctx);
             if (file.find(k + "rope.scaling.yarn_beta_fast")) y.beta_fast = positive_real(k + "rope.scaling.yarn_beta_fast");
             if (file.find(k + "rope.scaling.yarn_beta_slow")) y.beta_slow = positive_real(k + "rope.scaling.yarn_beta_slow");
-            for (const char* other : {"rope.scaling.yarn_log_multiplier", "rope.scaling.yarn_ext_factor"}) {
+            // Keys that change the blend away from YaRN's default, with their default values.
+            for (const auto& [other, neutral] : {std::pair{"rope.scaling.yarn_log_multiplier", 0.0}, {"rope.scaling.yarn_ext_factor", 1.0}}) {
                 const std::string key = k + other;
-                const double neutral = std::string_view(other).ends_with("ext_factor") ? 1.0 : 0.0;
                 if (file.find(key) && file.real_value(key) != neutral) {
                     fail("metadata '" + key + "' is " + std::to_string(file.real_value(key)) + ": only YaRN's default blend is supported");
                 }

@@ -56,14 +56,12 @@ inline BpeTokenizer open_tokenizer(const std::filesystem::path& path) {
 // unknown ids, add_space_prefix and add_bos_token (both true when absent). Anything missing or inconsistent is a
 // FormatError naming the key.
 inline SentencePieceTokenizer sentencepiece_from_gguf(const io::GgufFile& file) {
-    const auto numbers = [&](const std::string& key, io::GgufValue::Type type) {
-        std::vector<io::GgufValue> values = file.array_value(key, type);
-        return values;
-    };
     std::vector<float> scores;
-    for (const io::GgufValue& v : numbers("tokenizer.ggml.scores", io::GgufValue::Type::f32)) scores.push_back(static_cast<float>(v.real_value));
+    for (const io::GgufValue& v : file.array_value("tokenizer.ggml.scores", io::GgufValue::Type::f32))
+        scores.push_back(static_cast<float>(v.real_value));
     std::vector<std::int32_t> types;
-    for (const io::GgufValue& v : numbers("tokenizer.ggml.token_type", io::GgufValue::Type::i32)) types.push_back(static_cast<std::int32_t>(v.signed_value));
+    for (const io::GgufValue& v : file.array_value("tokenizer.ggml.token_type", io::GgufValue::Type::i32))
+        types.push_back(static_cast<std::int32_t>(v.signed_value));
     SentencePieceTokenizer::Options options;
     const auto id = [&](const char* key) -> std::optional<TokenId> {
         if (!file.find(key)) return std::nullopt;

@@ -1,11 +1,16 @@
 // Tokenizer speed: encoding a ~1 MB mixed English / code / CJK text on one thread.
 //
 //   python3 tools/make_tokenizer_corpus.py build/corpus.txt
-//   build/bench/bench_tokenizer --corpus build/corpus.txt --model tests/data/gpt2
+//   build/bench/bench_tokenizer --corpus build/corpus.txt --model tests/data/gpt2 [--pre llama3]
+//
+// --model takes any model path open_tokenizer does (a directory with tokenizer.json or
+// vocab.json + merges.txt, a GGUF file); --pre runs that vocabulary with another pre-tokenizer
+// (gpt2, llama3, qwen2, smollm), so that each pattern is timed with GPT-2's full 50,000 merges.
 //
 // bench/tokenizer_vs_tiktoken.sh runs this and js-tiktoken on the same text in one go.
 #include <benchmark/benchmark.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <iterator>
@@ -13,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include <tessera/models/open_tokenizer.hpp>
 #include <tessera/text/bpe_tokenizer.hpp>
 #include <tessera/text/stream_decoder.hpp>
 
@@ -56,7 +62,7 @@ BENCHMARK(BM_StreamDecode)->Unit(benchmark::kMillisecond);
 
 int main(int argc, char** argv) {
     benchmark::Initialize(&argc, argv);
-    std::string corpus_path, model = "tests/data/gpt2";
+    std::string corpus_path, model = "tests/data/gpt2", pre;
     std::vector<char*> rest{argv[0]};
     for (int i = 1; i < argc; ++i) {
         const std::string arg = argv[i];
@@ -64,6 +70,8 @@ int main(int argc, char** argv) {
             corpus_path = argv[++i];
         } else if (arg == "--model" && i + 1 < argc) {
             model = argv[++i];
+        } else if (arg == "--pre" && i + 1 < argc) {
+            pre = argv[++i];
         } else {
             rest.push_back(argv[i]);
         }
@@ -76,7 +84,26 @@ int main(int argc, char** argv) {
     }
     std::ifstream in(corpus_path, std::ios::binary);
     g_corpus.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-    g_tokenizer = std::make_unique<tessera::BpeTokenizer>(tessera::BpeTokenizer::from_directory(model));
+    g_tokenizer = std::make_unique<tessera::BpeTokenizer>(tessera::open_tokenizer(model));
+    if (!pre.empty()) {
+        tessera::BpeTokenizer::Options options = g_tokenizer->options();
+        bool known = false;
+        for (const auto p : {tessera::PreTokenizer::gpt2, tessera::PreTokenizer::llama3, tessera::PreTokenizer::qwen2,
+                             tessera::PreTokenizer::smollm}) {
+            if (tessera::name(p) == pre) options.pre = p, known = true;
+        }
+        if (!known) {
+            std::fprintf(stderr, "bench_tokenizer: --pre %s: gpt2, llama3, qwen2 or smollm\n", pre.c_str());
+            return 2;
+        }
+        std::vector<std::string> tokens;
+        std::vector<std::int32_t> types;
+        for (std::size_t id = 0; id < g_tokenizer->vocab_size(); ++id) {
+            tokens.push_back(g_tokenizer->token_text(static_cast<tessera::TokenId>(id)));
+            types.push_back(static_cast<std::int32_t>(g_tokenizer->token_type(static_cast<tessera::TokenId>(id))));
+        }
+        g_tokenizer = std::make_unique<tessera::BpeTokenizer>(tokens, types, g_tokenizer->merge_texts(), options, model);
+    }
     std::printf("corpus: %zu bytes from %s\n", g_corpus.size(), corpus_path.c_str());
     benchmark::RunSpecifiedBenchmarks();
     benchmark::Shutdown();

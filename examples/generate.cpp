@@ -31,18 +31,20 @@
 
 namespace {
 
-// A GGUF file holds everything; a directory needs the four Hugging Face files (the tokenizer's
-// two only for text; model.safetensors or the index of its shards).
+// A GGUF file holds everything; a directory needs config.json, model.safetensors (or the index
+// of its shards) and, for text, a tokenizer: tokenizer.model, tokenizer.json, or vocab.json and
+// merges.txt.
 void require_model_files(const std::filesystem::path& dir, bool text) {
     if (tessera::model_path_kind(dir) == tessera::ModelPathKind::gguf_file) return;
-    for (const char* file : tessera::hf_model_files) {
-        const bool weights = std::string_view(file) == tessera::io::safetensors_single;
-        if (!text && std::string_view(file) != "config.json" && !weights) continue;
-        if (weights && std::filesystem::exists(dir / tessera::io::safetensors_index)) continue;  // sharded
-        if (!std::filesystem::exists(dir / file)) {
-            throw tessera::ArgumentError("model directory " + dir.string() + " has no " + file);
-        }
-    }
+    const auto has = [&](const char* file) { return std::filesystem::exists(dir / file); };
+    const auto require = [&](const char* file) {
+        if (!has(file)) throw tessera::ArgumentError("model directory " + dir.string() + " has no " + file);
+    };
+    require("config.json");
+    if (!has(tessera::io::safetensors_index)) require(tessera::io::safetensors_single);
+    if (!text || has("tokenizer.model") || has("tokenizer.json")) return;
+    require("vocab.json");
+    require("merges.txt");
 }
 
 // The KV cache's size: per position and for the whole context.
@@ -171,7 +173,7 @@ int main(int argc, char** argv) {
     app.add_flag("--ignore-eos", generation.ignore_eos, "keep generating after the end-of-text token");
     app.add_flag("--context-shift", generation.context_shift, "when the context is full, drop its older half and go on");
     app.add_flag("--truncate", generation.truncate_prompt, "drop the oldest prompt tokens if the prompt does not fit");
-    app.add_flag("--allow-special", allow_special, "read <|endoftext|> in the prompt as the special token");
+    app.add_flag("--allow-special", allow_special, "read control tokens in the prompt (<|endoftext|>, <|im_end|>) as their ids");
     app.add_option("--ctx-size,-c", context, "positions to keep keys and values for (default: the model's context)")
         ->check(whole_number<std::size_t>(1, most));
     app.add_option("--threads", threads, "CPU threads (cpu backend)")

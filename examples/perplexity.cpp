@@ -21,6 +21,7 @@
 #include <filesystem>
 #include <iostream>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -152,11 +153,13 @@ int main(int argc, char** argv) {
         if (!dump_logits.empty() && !kl_base_out.empty() && tessera::io::same_file(dump_logits, kl_base_out)) {
             throw tessera::ArgumentError("--dump-logits and --kl-divergence-base name the same file, " + dump_logits);
         }
-        std::optional<tessera::BpeTokenizer> tokenizer;
+        std::unique_ptr<tessera::Tokenizer> tokenizer;
         std::vector<tessera::TokenId> tokens;
         if (!text_file.empty()) {
-            tokenizer = tessera::open_tokenizer(model_dir);
-            tokens = tokenizer->encode(tessera::cli::read_input(text_file));
+            // Any kind the model file holds; BOS first where the model's prompts start with one
+            // (as transformers tokenizes a text with its special tokens).
+            tokenizer = tessera::open_any_tokenizer(model_dir);
+            tokens = tokenizer->encode_prompt(tessera::cli::read_input(text_file));
         } else {
             tokens = read_token_ids(tokens_file);
         }

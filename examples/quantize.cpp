@@ -69,10 +69,12 @@ int main(int argc, char** argv) {
             shape = files.hyperparameters().shape.describe();
         } else {  // a Llama-family model (model_architecture refuses the rest)
             const tessera::LlamaFiles files(model);
-            // A directory's byte-level BPE where it has one; a GGUF file's tokenizer metadata is copied.
+            // A directory's byte-level BPE where it has one (tokenizer.json, or vocab.json and
+            // merges.txt); a GGUF file's tokenizer metadata is copied.
             const std::filesystem::path dir(model);
             std::optional<tessera::BpeTokenizer> tokenizer;
-            if (!files.gguf() && std::filesystem::exists(dir / "vocab.json") && std::filesystem::exists(dir / "merges.txt")) {
+            if (!files.gguf() && (std::filesystem::exists(dir / "tokenizer.json") ||
+                                  (std::filesystem::exists(dir / "vocab.json") && std::filesystem::exists(dir / "merges.txt")))) {
                 tokenizer.emplace(tessera::open_tokenizer(model));
             }
             tessera::write_llama_gguf(files, tokenizer ? &*tokenizer : nullptr, *weights, out, name);

@@ -1,6 +1,8 @@
-// tokenize: GPT-2 byte-level BPE from the command line.
+// tokenize: a model's tokenizer from the command line, whatever its kind (byte-level BPE from
+// tokenizer.json, vocab.json + merges.txt or a GGUF file; SentencePiece from a GGUF file).
 //
 //   echo "Hello world" | tokenize --model models/gpt2          -> [15496,995,198]
+//   tokenize --model model.gguf --bos --text "Hello"            -> the ids a prompt starts with
 //   tokenize --vocab V --merges M --text "Hello"                -> [15496]
 //   tokenize --model DIR --jsonl < strings.jsonl                -> one JSON array per line
 //   echo "[15496,995]" | tokenize --model DIR --decode          -> Hello world
@@ -13,6 +15,7 @@
 #include <cstdint>
 #include <iostream>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -47,11 +50,12 @@ std::vector<tessera::TokenId> parse_ids(const std::string& json_text) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    CLI::App app{"GPT-2 byte-level BPE: text to token ids (JSON) and back"};
+    CLI::App app{"A model's tokenizer: text to token ids (JSON) and back"};
     std::string model_dir, vocab, merges;
     std::optional<std::string> text;
-    bool decode = false, jsonl = false, allow_special = false;
-    auto* model_opt = app.add_option("--model", model_dir, "a Hugging Face model directory with vocab.json and merges.txt, or a GGUF file");
+    bool decode = false, jsonl = false, allow_special = false, bos = false;
+    auto* model_opt = app.add_option("--model", model_dir,
+                                     "a Hugging Face model directory (tokenizer.json, or vocab.json and merges.txt) or a GGUF file");
     auto* vocab_opt = app.add_option("--vocab", vocab, "vocab.json")->excludes(model_opt);
     auto* merges_opt = app.add_option("--merges", merges, "merges.txt")->excludes(model_opt);
     vocab_opt->needs(merges_opt);
@@ -59,7 +63,8 @@ int main(int argc, char** argv) {
     app.add_option("--text", text, "the input (otherwise standard input)");
     app.add_flag("--decode", decode, "ids (a JSON array) to text");
     app.add_flag("--jsonl", jsonl, "one JSON value per input line, one result per output line");
-    app.add_flag("--allow-special", allow_special, "turn <|endoftext|> in the text into its special id");
+    app.add_flag("--allow-special", allow_special, "turn control tokens' text (<|endoftext|>, <|im_end|>) into their ids");
+    app.add_flag("--bos", bos, "start with BOS where the model's prompts do (add_bos_token)");
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -71,8 +76,12 @@ int main(int argc, char** argv) {
         return 2;
     }
     try {
-        const auto tokenizer = model_dir.empty() ? tessera::BpeTokenizer::from_files(vocab, merges)
-                                                 : tessera::open_tokenizer(model_dir);
+        const std::unique_ptr<tessera::Tokenizer> tokenizer =
+            model_dir.empty() ? std::make_unique<tessera::BpeTokenizer>(tessera::BpeTokenizer::from_files(vocab, merges))
+                              : tessera::open_any_tokenizer(model_dir);
+        const auto encode = [&](std::string_view s, tessera::SpecialTokens special) {
+            return bos ? tokenizer->encode_prompt(s, special) : tokenizer->encode(s, special);
+        };
         const auto special = allow_special ? tessera::SpecialTokens::allowed : tessera::SpecialTokens::as_text;
         const std::string input = text ? *text : tessera::cli::read_input("-");
         tessera::cli::Output out;
@@ -86,20 +95,20 @@ int main(int argc, char** argv) {
                 if (line.empty()) continue;
                 try {
                     if (decode) {
-                        out.append(nlohmann::json(tokenizer.decode(parse_ids(line))).dump() + '\n');
+                        out.append(nlohmann::json(tokenizer->decode(parse_ids(line))).dump() + '\n');
                     } else {
                         const auto j = nlohmann::json::parse(line);
                         if (!j.is_string()) throw tessera::ArgumentError("expected a JSON string");
-                        out.append(nlohmann::json(tokenizer.encode(j.get<std::string>(), special)).dump() + '\n');
+                        out.append(nlohmann::json(encode(j.get<std::string>(), special)).dump() + '\n');
                     }
                 } catch (const std::exception& e) {
                     throw tessera::ArgumentError("line " + std::to_string(line_no) + ": " + e.what());
                 }
             }
         } else if (decode) {
-            out.append(tokenizer.decode(parse_ids(input)));
+            out.append(tokenizer->decode(parse_ids(input)));
         } else {
-            out.append(nlohmann::json(tokenizer.encode(input, special)).dump() + '\n');
+            out.append(nlohmann::json(encode(input, special)).dump() + '\n');
         }
         out.finish();
     } catch (const std::exception& e) {

@@ -6,6 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 npm ci --prefix tests/server --no-audit --no-fund  # the openai client the server tests use (locked version)
+npm ci --prefix tests/tokenizers --no-audit --no-fund  # Hugging Face's JS tokenizers, the tokenizer.json reference
 source scripts/cuda-env.sh
 jobs=$(nproc)
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release

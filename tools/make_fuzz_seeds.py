@@ -4,7 +4,7 @@
   /usr/bin/python3 tools/make_fuzz_seeds.py   (needs python3-numpy)
 
 fuzz_tokenizer: texts; fuzz_tokenizer_files: a 300-token vocabulary (GPT-2's byte alphabet and
-its first merges) + NUL + merges; fuzz_safetensors: the "seed" checkpoint in F32, F16, BF16;
+its first merges) + NUL + merges, the same as tokenizer.json files, a SentencePiece model; fuzz_safetensors: the "seed" checkpoint in F32, F16, BF16;
 fuzz_config: config.json files; fuzz_checkpoint: config.json + NUL + model.safetensors;
 fuzz_json: config.json, a safetensors header and JSON with every kind of value and escape;
 fuzz_gguf: tests/data/gguf/sample.gguf (tools/gguf_writer.py), and the "seed32" checkpoint
@@ -39,6 +39,20 @@ small = {tok: i for tok, i in vocab.items() if i < 300}
 merges = (root / "tests/data/gpt2/merges.txt").read_text(encoding="utf-8").splitlines()[1:]
 kept = [m for m in merges if all(p in small for p in m.split(" ")) and m.replace(" ", "") in small]
 put("fuzz_tokenizer_files", "gpt2_first_300", json.dumps(small) + "\0#version: 0.2\n" + "\n".join(kept) + "\n")
+# The same vocabulary as tokenizer.json files (+ NUL + tokenizer_config.json) in the Llama 3 and
+# Qwen2 layouts, and the SentencePiece fixture's tokenizer.model.
+fixtures = root / "tests/data/tokenizer_json"
+for style in ("llama3", "qwen2"):
+    t = json.loads((fixtures / style / "tokenizer.json").read_text(encoding="utf-8"))
+    n = len(small)
+    t["model"]["vocab"] = small
+    t["model"]["merges"] = kept
+    for i, a in enumerate(t["added_tokens"]):
+        a["id"] = n + i
+    t["post_processor"] = None
+    config = {"eos_token": t["added_tokens"][-1]["content"]}
+    put("fuzz_tokenizer_files", f"tokenizer_json_{style}", json.dumps(t, ensure_ascii=False) + "\0" + json.dumps(config))
+put("fuzz_tokenizer_files", "sentencepiece.model", (root / "tests/data/sentencepiece/tokenizer.model").read_bytes())
 
 with tempfile.TemporaryDirectory() as tmp:
     for dtype in ("F32", "F16", "BF16"):

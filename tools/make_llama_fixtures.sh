@@ -42,6 +42,20 @@ d=$out/llama-spm-tiny
     --sentencepiece "$here/../tests/data/sentencepiece/tokenizer.model" >/dev/null
 [ -f "$d/greedy.txt" ] || $ref greedy --model "$d" --tokens 1,358,458,917,936,685,962 --steps 8 |
     $py -c 'import json, sys; print(json.dumps(json.load(sys.stdin)["tokens"], separators=(",", ":")))' > "$d/greedy.txt"
+# Llama 3, Qwen2 and SmolLM-style checkpoints of tests/data/tokenizer_json's vocabularies, with
+# that tokenizer.json, and the reference's greedy ids after the prompt "Hello, world! 12345" as
+# the fixture tool's own BPE encodes it (BOS first where the file's template says).
+for style in llama3 qwen2 smollm; do
+  d=$out/$style-bpe-tiny
+  [ -f "$d/config.json" ] || $ref checkpoint --config "$style-bpe-tiny" --seed 11 --out "$d" >/dev/null
+  cp "$here/../tests/data/tokenizer_json/$style/tokenizer.json" "$here/../tests/data/tokenizer_json/$style/tokenizer_config.json" "$d/"
+  if [ ! -f "$d/greedy.txt" ]; then
+    prompt=$($py "$here/make_tokenizer_json_fixtures.py" --encode-prompt "$d" "Hello, world! 12345")
+    echo "$prompt" | tr ',' '\n' | wc -l | tr -d ' ' > "$d/prompt_tokens.txt"
+    $ref greedy --model "$d" --tokens "$prompt" --steps 8 |
+        $py -c 'import json, sys; print(json.dumps(json.load(sys.stdin)["tokens"], separators=(",", ":")))' > "$d/greedy.txt"
+  fi
+done
 # The llama checkpoint again in three shards (model.safetensors.index.json): the same weights.
 [ -f "$out/llama-tiny-sharded/config.json" ] || $ref checkpoint --config llama-tiny --seed 2 --shards 3 --out "$out/llama-tiny-sharded" >/dev/null
 # The trained Llama (tests/data/fortunes-llama): its reference logits, over its F16 weights.

@@ -7,7 +7,7 @@
 // drives many through one model step each. So both have exactly the same semantics.
 //
 //   pending() --model--> logits --accept()--> token --> text pieces (on_text) --> pending() ...
-#include <algorithm>    // std::max
+#include <algorithm>    // std::max, std::find
 #include <chrono>       // std::chrono::steady_clock
 #include <cstddef>      // std::size_t
 #include <span>         // std::span
@@ -50,6 +50,7 @@ public:
           sampler_(&sampler),
           stops_(options.stop),
           stream_(tokenizer),
+          stop_ids_(tokenizer.stop_ids()),
           context_(std::move(prompt)),
           n_ctx_(context),
           max_new_tokens_(options.max_new_tokens),
@@ -157,7 +158,7 @@ private:
     // shows the text it completes; stops on EOS, a stop string, the length or a full context.
     template <class OnText>
     void take(TokenId token, std::span<const float> logits, OnText& on_text) {
-        if (const auto eos = tokenizer_->eos_id(); eos && token == *eos && !ignore_eos_) return stop(StopReason::eos, on_text);
+        if (!ignore_eos_ && std::find(stop_ids_.begin(), stop_ids_.end(), token) != stop_ids_.end()) return stop(StopReason::eos, on_text);
         c_.tokens.push_back(token);
         if (logprobs_) c_.logprobs.push_back(token_logprob(logits, token, *logprobs_));
         context_.push_back(token);
@@ -208,6 +209,7 @@ private:
     Sampler* sampler_;
     StopStrings stops_;
     StreamDecoder stream_;
+    std::vector<TokenId> stop_ids_;  // EOS and the end-of-turn ids
     std::vector<TokenId> context_;  // the tokens in the sequence (the last one not run yet while decoding)
     std::vector<float> scratch_;    // the logits the sampler processes
     std::string text_;              // everything generated so far, whole characters

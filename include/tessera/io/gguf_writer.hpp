@@ -44,6 +44,7 @@ public:
         add(key, std::move(v));
     }
     void add_u32(const std::string& key, std::uint32_t n) { add(key, scalar(GgufValue::Type::u32, n)); }
+    void add_bool(const std::string& key, bool b) { add(key, scalar(GgufValue::Type::boolean, b ? 1 : 0)); }
     void add_f32(const std::string& key, float x) {
         GgufValue v;
         v.type = GgufValue::Type::f32;

@@ -9,6 +9,7 @@
 #include <tessera/core/weight_formats.hpp>  // WeightFormatId
 #include <tessera/io/gguf.hpp>              // GgmlType
 #include <tessera/io/gguf_writer.hpp>       // GgufWriter
+#include <tessera/models/open_tokenizer.hpp> // gguf_pre_tokenizer_name
 #include <tessera/text/bpe_tokenizer.hpp>   // BpeTokenizer
 
 namespace tessera {
@@ -26,25 +27,25 @@ inline io::GgmlType ggml_type_of(WeightFormatId format) noexcept {
     return io::GgmlType::f32;
 }
 
-// tokenizer.ggml.model "gpt2" with its pre-tokenizer "gpt-2", the tokens (<|endoftext|> a
-// control token, the rest normal), the merges, and <|endoftext|> as BOS and EOS where the
-// vocabulary has it.
+// tokenizer.ggml.model "gpt2" with its pre-tokenizer, the tokens and their types, the merges,
+// BOS (GPT-2's: its EOS, as llama.cpp's converter writes it) and EOS, add_bos_token.
 inline void add_bpe_tokenizer(io::GgufWriter& w, const BpeTokenizer& tokenizer) {
     w.add_string("tokenizer.ggml.model", "gpt2");
-    w.add_string("tokenizer.ggml.pre", "gpt-2");
+    w.add_string("tokenizer.ggml.pre", std::string(gguf_pre_tokenizer_name(tokenizer.options().pre)));
     std::vector<std::string> tokens;
-    std::vector<std::int32_t> types;  // llama.cpp's token types: 1 normal, 3 control
+    std::vector<std::int32_t> types;
     for (std::size_t id = 0; id < tokenizer.vocab_size(); ++id) {
         tokens.push_back(tokenizer.token_text(static_cast<TokenId>(id)));
-        types.push_back(tokens.back() == BpeTokenizer::end_of_text ? 3 : 1);
+        types.push_back(static_cast<std::int32_t>(tokenizer.token_type(static_cast<TokenId>(id))));
     }
     w.add_strings("tokenizer.ggml.tokens", tokens);
     w.add_i32s("tokenizer.ggml.token_type", types);
     w.add_strings("tokenizer.ggml.merges", tokenizer.merge_texts());
-    if (const auto eos = tokenizer.eos_id()) {
-        w.add_u32("tokenizer.ggml.bos_token_id", static_cast<std::uint32_t>(*eos));
-        w.add_u32("tokenizer.ggml.eos_token_id", static_cast<std::uint32_t>(*eos));
+    if (const auto bos = tokenizer.bos_id() ? tokenizer.bos_id() : tokenizer.eos_id()) {
+        w.add_u32("tokenizer.ggml.bos_token_id", static_cast<std::uint32_t>(*bos));
     }
+    if (const auto eos = tokenizer.eos_id()) w.add_u32("tokenizer.ggml.eos_token_id", static_cast<std::uint32_t>(*eos));
+    if (tokenizer.prompt_start()) w.add_bool("tokenizer.ggml.add_bos_token", true);
 }
 
 }  // namespace tessera

@@ -1,6 +1,6 @@
 #pragma once
 // What a model path is, and which files it consists of: a GGUF file, or a Hugging Face
-// directory whose config.json, model.safetensors, vocab.json and merges.txt tessera reads.
+// directory whose config.json, model.safetensors and tokenizer files tessera reads.
 // Anything else (an empty path, a name that does not exist, a dangling link, a FIFO, a device)
 // is an error that says so, instead of a confusing one about a missing config.json. The list of
 // files is also what a program that writes must never overwrite (io/output_file.hpp).
@@ -23,7 +23,8 @@ namespace tessera {
 enum class ModelPathKind { gguf_file, directory };
 
 // The files of a Hugging Face model directory that tessera reads.
-inline constexpr std::array<const char*, 4> hf_model_files = {"config.json", "model.safetensors", "vocab.json", "merges.txt"};
+inline constexpr std::array<const char*, 7> hf_model_files = {"config.json",    "model.safetensors",     "vocab.json",     "merges.txt",
+                                                              "tokenizer.json", "tokenizer_config.json", "tokenizer.model"};
 
 // A regular file (a GGUF file) or a directory, links followed; anything else is an error naming
 // the path and what it is.

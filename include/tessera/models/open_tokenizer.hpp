@@ -1,13 +1,13 @@
 #pragma once
-// The tokenizer that belongs to a model, from wherever the model keeps it: vocab.json and
-// merges.txt in a Hugging Face directory, or the tokenizer.ggml.* metadata of a GGUF file (so
-// that one .gguf file is all a user needs).
+// The tokenizer that belongs to a model, from wherever the model keeps it: tokenizer.json (or
+// vocab.json and merges.txt) in a Hugging Face directory, or the tokenizer.ggml.* metadata of a
+// GGUF file (so that one .gguf file is all a user needs).
 #include <cstdint>     // std::int32_t, std::uint64_t
 #include <filesystem>  // std::filesystem::path
 #include <limits>      // std::numeric_limits
 #include <memory>      // std::unique_ptr, std::make_unique
 #include <optional>    // std::optional
-#include <utility>     // std::pair
+#include <string_view> // std::string_view
 #include <string>      // std::string
 #include <vector>      // std::vector
 
@@ -15,39 +15,94 @@
 #include <tessera/io/gguf.hpp>             // GgufFile
 #include <tessera/models/model_files.hpp>  // model_path_kind
 #include <tessera/text/bpe_tokenizer.hpp>  // BpeTokenizer
+#include <tessera/text/sentencepiece_model.hpp>  // sentencepiece_from_model_file
 #include <tessera/text/sentencepiece_tokenizer.hpp>  // SentencePieceTokenizer
+#include <tessera/text/tokenizer_json.hpp>  // tokenizer_from_json_file
 
 namespace tessera {
 
-// GPT-2's byte-level BPE from a GGUF file: tokenizer.ggml.model "gpt2", the pre-tokenizer
-// (tokenizer.ggml.pre) GPT-2's own when named, tokens and merges; an end-of-text id
-// (tokenizer.ggml.eos_token_id) must be the "<|endoftext|>" token. Anything else is a
-// FormatError naming the key.
+// The pre-tokenizer a GGUF file names (tokenizer.ggml.pre, as llama.cpp's converter writes it),
+// with llama.cpp's ignore_merges and add_bos defaults for it; nullopt for a name not known here.
+struct GgufPreTokenizer {
+    PreTokenizer pre;
+    bool ignore_merges, add_bos;
+};
+inline std::optional<GgufPreTokenizer> gguf_pre_tokenizer(std::string_view name) {
+    if (name == "gpt-2" || name == "default") return GgufPreTokenizer{PreTokenizer::gpt2, false, false};
+    if (name == "llama-bpe" || name == "llama3" || name == "llama-v3") return GgufPreTokenizer{PreTokenizer::llama3, true, true};
+    if (name == "qwen2" || name == "deepseek-r1-qwen") return GgufPreTokenizer{PreTokenizer::qwen2, false, false};
+    if (name == "smollm") return GgufPreTokenizer{PreTokenizer::smollm, false, false};
+    return std::nullopt;
+}
+// The name a GGUF file gives a pre-tokenizer.
+constexpr std::string_view gguf_pre_tokenizer_name(PreTokenizer pre) noexcept {
+    switch (pre) {
+        case PreTokenizer::gpt2: return "gpt-2";
+        case PreTokenizer::llama3: return "llama-bpe";
+        case PreTokenizer::qwen2: return "qwen2";
+        case PreTokenizer::smollm: return "smollm";
+    }
+    return "gpt-2";
+}
+
+// A token id stored under `key`, if the file has it.
+inline std::optional<TokenId> gguf_token_id(const io::GgufFile& file, const char* key) {
+    if (!file.find(key)) return std::nullopt;
+    const std::uint64_t v = file.unsigned_value(key);
+    if (v > static_cast<std::uint64_t>(std::numeric_limits<TokenId>::max())) {
+        throw FormatError(file.path() + ": " + key + " " + std::to_string(v) + " is not a token id");
+    }
+    return static_cast<TokenId>(v);
+}
+// A bool stored under `key`, else `fallback`.
+inline bool gguf_flag(const io::GgufFile& file, const char* key, bool fallback) {
+    const io::GgufValue* v = file.find(key);
+    if (!v) return fallback;
+    if (v->type != io::GgufValue::Type::boolean) throw FormatError(file.path() + ": " + key + " is not a bool");
+    return v->unsigned_value != 0;
+}
+
+// Byte-level BPE from a GGUF file: tokenizer.ggml.model "gpt2" with the pre-tokenizer
+// tokenizer.ggml.pre names (GPT-2's when absent; "llama-bpe", "qwen2", "smollm"; any other is
+// refused by name, never replaced by GPT-2's), tokens, token types, merges, BOS / EOS /
+// end-of-turn / end-of-message ids and add_bos_token. Anything else is a FormatError naming the key.
 inline BpeTokenizer tokenizer_from_gguf(const io::GgufFile& file) {
     const auto fail = [&](const std::string& what) { throw FormatError(file.path() + ": " + what); };
     if (const std::string& model = file.string_value("tokenizer.ggml.model"); model != "gpt2") {
-        fail("tokenizer.ggml.model is '" + model + "': only GPT-2's byte-level BPE (\"gpt2\") is supported here" +
+        fail("tokenizer.ggml.model is '" + model + "': only byte-level BPE (\"gpt2\") is supported here" +
              (model == "llama" ? " (SentencePiece's: open_any_tokenizer)" : ""));
     }
+    GgufPreTokenizer pre{PreTokenizer::gpt2, false, false};
     if (file.find("tokenizer.ggml.pre")) {
-        if (const std::string& pre = file.string_value("tokenizer.ggml.pre"); pre != "gpt-2" && pre != "default") {
-            fail("tokenizer.ggml.pre is '" + pre + "': only GPT-2's pre-tokenizer (\"gpt-2\") is supported");
-        }
+        const std::string& name = file.string_value("tokenizer.ggml.pre");
+        const auto known = gguf_pre_tokenizer(name);
+        if (!known) fail("tokenizer.ggml.pre is '" + name + "', a pre-tokenizer not supported here (gpt-2, llama-bpe, qwen2, smollm are)");
+        pre = *known;
     }
-    BpeTokenizer tokenizer(file.string_array("tokenizer.ggml.tokens"), file.string_array("tokenizer.ggml.merges"), file.path());
-    if (file.find("tokenizer.ggml.eos_token_id")) {
-        const std::uint64_t eos = file.unsigned_value("tokenizer.ggml.eos_token_id");
-        if (!tokenizer.eos_id() || eos != static_cast<std::uint64_t>(*tokenizer.eos_id())) {
-            fail("tokenizer.ggml.eos_token_id " + std::to_string(eos) + " is not the id of \"" +
-                 std::string(BpeTokenizer::end_of_text) + "\"");
-        }
+    std::vector<std::int32_t> types;
+    if (file.find("tokenizer.ggml.token_type")) {
+        for (const io::GgufValue& v : file.array_value("tokenizer.ggml.token_type", io::GgufValue::Type::i32))
+            types.push_back(static_cast<std::int32_t>(v.signed_value));
+    }
+    BpeTokenizer::Options options;
+    options.pre = pre.pre;
+    options.ignore_merges = pre.ignore_merges;
+    options.bos = gguf_token_id(file, "tokenizer.ggml.bos_token_id");
+    options.eos = gguf_token_id(file, "tokenizer.ggml.eos_token_id");
+    options.add_bos = gguf_flag(file, "tokenizer.ggml.add_bos_token", pre.add_bos);
+    BpeTokenizer tokenizer(file.string_array("tokenizer.ggml.tokens"), types, file.string_array("tokenizer.ggml.merges"), options,
+                           file.path());
+    for (const char* key : {"tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"}) {
+        if (const auto id = gguf_token_id(file, key)) tokenizer.add_stop_id(*id, file.path() + " " + key);
     }
     return tokenizer;
 }
 
-// A model's tokenizer: `path` is a Hugging Face directory or a GGUF file.
+// A model's byte-level BPE tokenizer: `path` is a GGUF file or a Hugging Face directory (its
+// tokenizer.json where it has one, else vocab.json and merges.txt).
 inline BpeTokenizer open_tokenizer(const std::filesystem::path& path) {
     if (model_path_kind(path) == ModelPathKind::gguf_file) return tokenizer_from_gguf(io::GgufFile(path));
+    if (std::filesystem::exists(path / "tokenizer.json")) return tokenizer_from_json_file(path / "tokenizer.json");
     return BpeTokenizer::from_directory(path);
 }
 
@@ -63,29 +118,17 @@ inline SentencePieceTokenizer sentencepiece_from_gguf(const io::GgufFile& file) 
     for (const io::GgufValue& v : file.array_value("tokenizer.ggml.token_type", io::GgufValue::Type::i32))
         types.push_back(static_cast<std::int32_t>(v.signed_value));
     SentencePieceTokenizer::Options options;
-    const auto id = [&](const char* key) -> std::optional<TokenId> {
-        if (!file.find(key)) return std::nullopt;
-        const std::uint64_t v = file.unsigned_value(key);
-        if (v > static_cast<std::uint64_t>(std::numeric_limits<TokenId>::max())) {
-            throw FormatError(file.path() + ": " + key + " " + std::to_string(v) + " is not a token id");
-        }
-        return static_cast<TokenId>(v);
-    };
-    options.bos = id("tokenizer.ggml.bos_token_id");
-    options.eos = id("tokenizer.ggml.eos_token_id");
-    options.unknown = id("tokenizer.ggml.unknown_token_id");
-    for (const auto& [key, flag] : {std::pair{"tokenizer.ggml.add_space_prefix", &options.add_space_prefix},
-                                     {"tokenizer.ggml.add_bos_token", &options.add_bos}}) {
-        if (const io::GgufValue* v = file.find(key)) {
-            if (v->type != io::GgufValue::Type::boolean) throw FormatError(file.path() + ": " + key + " is not a bool");
-            *flag = v->unsigned_value != 0;
-        }
-    }
+    options.bos = gguf_token_id(file, "tokenizer.ggml.bos_token_id");
+    options.eos = gguf_token_id(file, "tokenizer.ggml.eos_token_id");
+    options.unknown = gguf_token_id(file, "tokenizer.ggml.unknown_token_id");
+    options.add_space_prefix = gguf_flag(file, "tokenizer.ggml.add_space_prefix", true);
+    options.add_bos = gguf_flag(file, "tokenizer.ggml.add_bos_token", true);
     return SentencePieceTokenizer(file.string_array("tokenizer.ggml.tokens"), scores, types, options, file.path());
 }
 
-// A model's tokenizer of whatever kind its file holds: byte-level BPE (GPT-2's; a directory's
-// vocab.json and merges.txt) or SentencePiece's BPE (a GGUF file's "llama" tokenizer model).
+// A model's tokenizer of whatever kind its file holds: SentencePiece's BPE (a GGUF file's
+// "llama" tokenizer model, a directory's tokenizer.model) or byte-level BPE (a GGUF file's "gpt2"
+// tokenizer model, a directory's tokenizer.json or vocab.json and merges.txt).
 inline std::unique_ptr<Tokenizer> open_any_tokenizer(const std::filesystem::path& path) {
     if (model_path_kind(path) == ModelPathKind::gguf_file) {
         const io::GgufFile file(path);
@@ -94,7 +137,10 @@ inline std::unique_ptr<Tokenizer> open_any_tokenizer(const std::filesystem::path
         }
         return std::make_unique<BpeTokenizer>(tokenizer_from_gguf(file));
     }
-    return std::make_unique<BpeTokenizer>(BpeTokenizer::from_directory(path));
+    if (std::filesystem::exists(path / "tokenizer.model")) {
+        return std::make_unique<SentencePieceTokenizer>(sentencepiece_from_model_file(path / "tokenizer.model"));
+    }
+    return std::make_unique<BpeTokenizer>(open_tokenizer(path));
 }
 
 }  // namespace tessera

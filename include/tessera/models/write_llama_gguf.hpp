@@ -6,8 +6,8 @@
 // llama_tensor_format), norms and biases in F32. For architecture "llama" the q and k rows of a
 // Hugging Face checkpoint are permuted as the converter does (each head's two halves
 // interleaved: llama.cpp turns adjacent pairs), and a GGUF file's are copied as they lie. The
-// tokenizer: a GGUF file's tokenizer.* metadata as it is, or a directory's vocab.json and
-// merges.txt as GPT-2's kind.
+// tokenizer: a GGUF file's tokenizer.* metadata as it is, or a directory's byte-level BPE
+// (tokenizer.json, or vocab.json and merges.txt) with its pre-tokenizer's GGUF name.
 #include <cstddef>     // std::byte, std::size_t
 #include <cstdint>     // std::uint32_t, std::uint64_t
 #include <filesystem>  // std::filesystem::path

@@ -1,20 +1,28 @@
 #pragma once
-// BpeTokenizer: GPT-2's byte-level BPE, loaded from Hugging Face's vocab.json and merges.txt,
-// identical to OpenAI's encoder on any valid UTF-8 text; a Tokenizer (text/tokenizer.hpp).
+// BpeTokenizer: byte-level BPE (GPT-2, Llama 3, Qwen2/2.5/3, SmolLM), identical to each model's
+// own tokenizer on any valid UTF-8 text; a Tokenizer (text/tokenizer.hpp). Loaded from
+// vocab.json and merges.txt (GPT-2's files), a GGUF file's tokenizer.ggml.* (models/
+// open_tokenizer.hpp) or a tokenizer.json (text/tokenizer_json.hpp).
 //
-//   text --pretokenize--> pieces --bytes as byte-level symbols--> BPE merges by rank --> ids
+//   text --added tokens ("<|im_end|>") matched first (text/added_tokens.hpp)--> the text between
+//        --the model's pre-tokenizer (text/pretokenizer.hpp)--> pieces
+//        --bytes as byte-level symbols--> BPE merges by rank --> ids
 //
 // BPE merges the lowest-ranked adjacent pair first, leftmost first among equals: an indexed
 // heap of candidate pairs over a linked list of symbols, O(n log n) time and 24 bytes per byte
 // of a piece, so a million-character piece takes a moment rather than the reference
 // algorithm's quadratic time (same result: a pair containing a token can only rank after the
-// merge that made that token).
+// merge that made that token). With ignore_merges (Llama 3) a piece that is itself a token is
+// that token, merges or not.
 //
 // Invalid UTF-8 in the text is an error naming its byte offset (TokenizerError); the ids of
 // raw bytes are never guessed.
-#include <algorithm>      // std::sort
+#include <algorithm>      // std::sort, std::find
+#include <array>          // std::array
 #include <cstdint>        // std::int32_t, std::uint64_t
+#include <deque>          // std::deque
 #include <filesystem>     // std::filesystem::path
+#include <functional>     // std::hash, std::equal_to
 #include <limits>         // std::numeric_limits
 #include <optional>       // std::optional
 #include <span>           // std::span
@@ -28,9 +36,11 @@
 #include <tessera/core/token_id.hpp>      // TokenId
 #include <tessera/io/json.hpp>            // parse_json: vocab.json
 #include <tessera/io/read_only_file.hpp>  // read_whole_file
+#include <tessera/text/added_tokens.hpp>  // AddedTokens
 #include <tessera/text/byte_level.hpp>    // byte_to_char
-#include <tessera/text/pretokenizer.hpp>  // pretokenize
-#include <tessera/text/tokenizer.hpp>     // Tokenizer, SpecialTokens
+#include <tessera/text/normalization.hpp> // nfc
+#include <tessera/text/pretokenizer.hpp>  // pretokenize, PreTokenizer
+#include <tessera/text/tokenizer.hpp>     // Tokenizer, SpecialTokens, TokenType
 #include <tessera/text/utf8.hpp>          // append, decode_one, sanitize
 
 namespace tessera {
@@ -38,6 +48,14 @@ namespace tessera {
 class BpeTokenizer final : public Tokenizer {
 public:
     static constexpr std::string_view end_of_text = "<|endoftext|>";
+
+    struct Options {
+        PreTokenizer pre = PreTokenizer::gpt2;
+        bool ignore_merges = false;  // a piece that is a token is that token (Llama 3)
+        bool nfc = false;            // the text between added tokens normalized to NFC first (tokenizer.json's NFC)
+        std::optional<TokenId> bos, eos;
+        bool add_bos = false;  // prompts start with bos
+    };
 
     // Throws FormatError naming the file (and line or token) when a file is missing or corrupt.
     static BpeTokenizer from_files(const std::filesystem::path& vocab_json, const std::filesystem::path& merges_txt) {
@@ -50,77 +68,121 @@ public:
         return from_files(dir / "vocab.json", dir / "merges.txt");
     }
 
-    // From the files' contents; the names are for error messages.
+    // GPT-2's files' contents (its pre-tokenizer; "<|endoftext|>", where the vocabulary has
+    // it, the one control token and EOS); the names are for error messages.
     BpeTokenizer(std::string_view vocab_json, const std::string& vocab_name, std::string_view merges_txt,
                  const std::string& merges_name) {
-        load_vocab(vocab_json, vocab_name);
+        const io::JsonValue json = io::parse_json(vocab_json, vocab_name);
+        if (!json.is_object() || json.members().empty()) throw FormatError(vocab_name + ": expected a JSON object of token -> id");
+        std::vector<VocabEntry> vocab;
+        std::vector<AddedToken> added;
+        vocab.reserve(json.members().size());
+        for (const auto& [token, id_json] : json.members()) {
+            if (!id_json.as_signed()) throw FormatError(vocab_name + ": the id of token \"" + token + "\" is not an integer");
+            if (token == end_of_text) {
+                added.push_back({token, static_cast<TokenId>(*id_json.as_signed()), true});
+                options_.eos = added.back().id;
+            } else {
+                vocab.push_back({token, *id_json.as_signed()});
+            }
+        }
+        set_vocabulary(vocab, added, vocab_name);
         load_merges(merges_txt, merges_name);
+        finish(vocab_name);
     }
 
-    // From a token list (the id is the index) and merges ("a b", highest priority first) in
-    // byte-level text, as a GGUF file's tokenizer.ggml.tokens and tokenizer.ggml.merges hold
+    // From a token list (the id is the index) with each token's type (TokenType's numbers, or
+    // none: "<|endoftext|>" control, the rest normal) and merges ("a b", highest priority first)
+    // in byte-level text, as a GGUF file's tokenizer.ggml.tokens, token_type and merges hold
     // them; `source` names them in errors.
-    BpeTokenizer(std::span<const std::string> tokens, std::span<const std::string> merges, const std::string& source) {
-        std::vector<std::pair<std::string_view, std::int64_t>> vocab;
+    BpeTokenizer(std::span<const std::string> tokens, std::span<const std::int32_t> types, std::span<const std::string> merges,
+                 const Options& options, const std::string& source)
+        : options_(options) {
+        if (!types.empty() && types.size() != tokens.size()) {
+            throw FormatError(source + ": " + std::to_string(tokens.size()) + " tokens but " + std::to_string(types.size()) + " token types");
+        }
+        std::vector<VocabEntry> vocab;
+        std::vector<AddedToken> added;
         vocab.reserve(tokens.size());
-        for (std::size_t i = 0; i < tokens.size(); ++i) vocab.emplace_back(tokens[i], static_cast<std::int64_t>(i));
-        add_vocabulary(vocab, source + " tokenizer.ggml.tokens");
+        for (std::size_t i = 0; i < tokens.size(); ++i) {
+            const auto id = static_cast<TokenId>(i);
+            const std::int32_t type = types.empty() ? (tokens[i] == end_of_text ? 3 : 1) : types[i];
+            switch (type) {
+                case 1: vocab.push_back({tokens[i], id}); break;
+                case 3: case 4: added.push_back({tokens[i], id, type == 3}); break;
+                case 2: case 5: added.push_back({{}, id, true}); inert_.push_back({id, static_cast<TokenType>(type), tokens[i]}); break;
+                default:
+                    throw FormatError(source + " tokenizer.ggml.token_type: token " + std::to_string(i) + " has type " + std::to_string(type) +
+                                      (type == 6 ? " (a byte token: SentencePiece's, not byte-level BPE's)" : " (1 to 5 are known)"));
+            }
+        }
+        set_vocabulary(vocab, added, source + " tokenizer.ggml.tokens");
         const std::string where = source + " tokenizer.ggml.merges";
         for (std::size_t i = 0; i < merges.size(); ++i) add_merge(merges[i], where + " entry " + std::to_string(i));
         if (merges_.empty()) throw FormatError(where + ": no merges");
+        finish(source);
+    }
+
+    // The general form: the BPE vocabulary in byte-level text with ids, the added tokens, the
+    // merges (left, right) highest priority first; together the ids must be 0 .. n-1 each once.
+    BpeTokenizer(std::span<const std::pair<std::string, std::int64_t>> vocab, std::vector<AddedToken> added,
+                 std::span<const std::pair<std::string, std::string>> merges, const Options& options, const std::string& source)
+        : options_(options) {
+        std::vector<VocabEntry> entries;
+        entries.reserve(vocab.size());
+        for (const auto& [token, id] : vocab) {
+            const bool is_added = std::find_if(added.begin(), added.end(), [&](const AddedToken& t) { return t.id == id; }) != added.end();
+            if (!is_added) entries.push_back({token, id});  // an added token listed in the vocabulary too
+        }
+        set_vocabulary(entries, added, source + " vocabulary");
+        const std::string where = source + " merges";
+        for (std::size_t i = 0; i < merges.size(); ++i) {
+            add_merge(merges[i].first, merges[i].second, where + " entry " + std::to_string(i));
+        }
+        finish(source);
     }
 
     std::size_t vocab_size() const noexcept override { return bytes_.size(); }
-    // The end-of-text id from vocab.json (50256 for GPT-2), if it has one.
-    std::optional<TokenId> eos_id() const override { return token_id(end_of_text); }
+    std::optional<TokenId> eos_id() const override { return options_.eos; }
+    std::optional<TokenId> bos_id() const { return options_.bos; }
+    std::optional<TokenId> prompt_start() const override { return options_.add_bos ? options_.bos : std::nullopt; }
+    std::vector<TokenId> stop_ids() const override { return stop_ids_; }
+    const Options& options() const noexcept { return options_; }
+    const AddedTokens& added_tokens() const noexcept { return added_; }
+
+    // The id of a BPE token given in byte-level text ("Ġthe") or of an added token's text.
     std::optional<TokenId> token_id(std::string_view token) const {
-        const auto it = ids_.find(std::string(token));
+        for (const AddedToken& t : added_.tokens()) {
+            if (t.text == token) return t.id;
+        }
+        const auto bytes = from_byte_level(token);
+        if (!bytes) return std::nullopt;
+        const auto it = ids_.find(*bytes);
         return it == ids_.end() ? std::nullopt : std::optional<TokenId>(it->second);
     }
 
     // (encode, decode, check_vocab_size: Tokenizer's.)
 
     // The raw bytes of one token; throws TokenizerError for an id outside the vocabulary.
-    const std::string& token_bytes(TokenId id) const override {
-        if (id < 0 || static_cast<std::size_t>(id) >= bytes_.size()) {
-            throw TokenizerError("token id " + std::to_string(id) + " is outside the vocabulary (" +
-                                 std::to_string(bytes_.size()) + " tokens)");
-        }
-        return bytes_[static_cast<std::size_t>(id)];
-    }
+    const std::string& token_bytes(TokenId id) const override { return bytes_[checked(id)]; }
+
+    TokenType token_type(TokenId id) const { return types_[checked(id)]; }
 
     // A token as vocab.json and GGUF files write it: its bytes as byte-level characters ("Ġthe"),
-    // a special token as its own text.
+    // an added token as its own text.
     std::string token_text(TokenId id) const {
-        const std::string& bytes = token_bytes(id);
-        if (bytes == end_of_text) return bytes;
+        const std::size_t index = checked(id);
+        if (types_[index] != TokenType::normal) {
+            for (const Inert& t : inert_) {
+                if (t.id == id) return t.text;
+            }
+            return bytes_[index];
+        }
         std::string text;
-        for (const char b : bytes) utf8::append(text, byte_level::byte_to_char[static_cast<unsigned char>(b)]);
+        for (const char b : bytes_[index]) utf8::append(text, byte_level::byte_to_char[static_cast<unsigned char>(b)]);
         return text;
     }
 
-private:
-    std::vector<TokenId> encode_ids(std::string_view text, SpecialTokens special) const override {
-        std::vector<TokenId> ids;
-        WordCache cache;
-        if (special == SpecialTokens::allowed && eos_id()) {
-            // Split on the special token; encode the text between occurrences.
-            const TokenId eos = *eos_id();
-            std::size_t start = 0;
-            for (std::size_t hit = text.find(end_of_text); hit != std::string_view::npos;
-                 hit = text.find(end_of_text, start)) {
-                encode_text(text.substr(start, hit - start), ids, cache);
-                ids.push_back(eos);
-                start = hit + end_of_text.size();
-            }
-            encode_text(text.substr(start), ids, cache);
-        } else {
-            encode_text(text, ids, cache);
-        }
-        return ids;
-    }
-
-public:
     // The merges as merges.txt writes them ("Ġ t"), highest priority first.
     std::vector<std::string> merge_texts() const {
         std::vector<std::pair<std::int32_t, std::string>> ranked;
@@ -137,11 +199,55 @@ public:
     }
 
 private:
+    struct VocabEntry {
+        std::string_view token;  // byte-level text
+        std::int64_t id;
+    };
+    struct Inert {  // an unknown or unused token: never encoded to, decoded to nothing
+        TokenId id;
+        TokenType type;
+        std::string text;
+    };
     struct Merge {
         std::int32_t rank;
         TokenId result;
     };
+    struct Hash {  // lookups by string_view without building a string
+        using is_transparent = void;
+        std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+    };
     using WordCache = std::unordered_map<std::string_view, std::vector<TokenId>>;
+
+    std::size_t checked(TokenId id) const {
+        if (id < 0 || static_cast<std::size_t>(id) >= bytes_.size()) {
+            throw TokenizerError("token id " + std::to_string(id) + " is outside the vocabulary (" + std::to_string(bytes_.size()) +
+                                 " tokens)");
+        }
+        return static_cast<std::size_t>(id);
+    }
+
+    std::vector<TokenId> encode_ids(std::string_view text, SpecialTokens special) const override {
+        if (const std::size_t bad = utf8::first_invalid(text); bad != text.size()) {
+            throw TokenizerError("invalid UTF-8 at byte offset " + std::to_string(bad) + " of the text");
+        }
+        std::vector<TokenId> ids;
+        std::deque<std::string> normalized;  // outlives the cache, whose keys may point into it
+        WordCache cache;
+        const auto token = [&](const AddedToken& t) { ids.push_back(t.id); };
+        if (!options_.nfc) {
+            added_.split(text, special, [&](std::string_view part) { encode_text(part, ids, cache); }, token);
+        } else {  // as tokenizers does around a normalizer: tokens in the text, NFC between, tokens in that
+            added_.split(
+                text, special,
+                [&](std::string_view part) {
+                    if (!unicode::is_nfc_quick(part)) part = normalized.emplace_back(unicode::nfc(part));
+                    added_.split(part, special, [&](std::string_view rest) { encode_text(rest, ids, cache); }, token,
+                                 AddedTokenPass::normalized);
+                },
+                token, AddedTokenPass::as_given);
+        }
+        return ids;
+    }
 
     static std::uint64_t pair_key(TokenId a, TokenId b) noexcept {
         return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(a)) << 32) | static_cast<std::uint32_t>(b);
@@ -152,57 +258,67 @@ private:
     static constexpr std::size_t max_file_bytes = std::size_t{64} << 20;
     static std::string read_file(const std::filesystem::path& path) { return io::read_whole_file(path, max_file_bytes); }
 
-    void load_vocab(std::string_view text, const std::string& name) {
-        const io::JsonValue json = io::parse_json(text, name);
-        if (!json.is_object() || json.members().empty()) throw FormatError(name + ": expected a JSON object of token -> id");
-        std::vector<std::pair<std::string_view, std::int64_t>> vocab;
-        vocab.reserve(json.members().size());
-        for (const auto& [token, id_json] : json.members()) {
-            if (!id_json.as_signed()) throw FormatError(name + ": the id of token \"" + token + "\" is not an integer");
-            vocab.emplace_back(token, *id_json.as_signed());
+    // The bytes a byte-level text stands for; nullopt when a character is outside the alphabet.
+    static std::optional<std::string> from_byte_level(std::string_view token) {
+        static const std::unordered_map<char32_t, char> char_to_byte = [] {
+            std::unordered_map<char32_t, char> m;
+            for (unsigned b = 0; b < 256; ++b) m[byte_level::byte_to_char[b]] = static_cast<char>(b);
+            return m;
+        }();
+        std::string bytes;
+        for (std::size_t i = 0; i < token.size();) {
+            const utf8::Decoded d = utf8::decode_one(token, i);
+            const auto it = d.status == utf8::Status::ok ? char_to_byte.find(d.code_point) : char_to_byte.end();
+            if (it == char_to_byte.end()) return std::nullopt;
+            bytes += it->second;
+            i += d.length;
         }
-        add_vocabulary(vocab, name);
+        return bytes;
     }
 
-    // Tokens in byte-level text with their ids, which must be 0 .. n-1 each once.
-    void add_vocabulary(std::span<const std::pair<std::string_view, std::int64_t>> vocab, const std::string& name) {
-        if (vocab.empty()) throw FormatError(name + ": no tokens");
-        // byte-level character -> byte
-        std::unordered_map<char32_t, char> char_to_byte;
-        for (unsigned b = 0; b < 256; ++b) char_to_byte[byte_level::byte_to_char[b]] = static_cast<char>(b);
-        bytes_.assign(vocab.size(), {});
-        std::vector<bool> seen(vocab.size(), false);
-        for (const auto& [token_view, id] : vocab) {
-            const std::string token(token_view);
-            if (id < 0 || static_cast<std::size_t>(id) >= vocab.size() || seen[static_cast<std::size_t>(id)]) {
-                throw FormatError(name + ": token \"" + token + "\" has id " + std::to_string(id) +
-                                  ", but ids must be distinct and below the vocabulary size " + std::to_string(vocab.size()));
+    // BPE tokens in byte-level text with their ids, and the added tokens: together each id of
+    // 0 .. n-1 once.
+    void set_vocabulary(std::span<const VocabEntry> vocab, std::vector<AddedToken> added, const std::string& name) {
+        const std::size_t n = vocab.size() + added.size();
+        if (n == 0) throw FormatError(name + ": no tokens");
+        bytes_.assign(n, {});
+        types_.assign(n, TokenType::normal);
+        std::vector<bool> seen(n, false);
+        const auto claim = [&](std::int64_t id, std::string_view token) {
+            if (id < 0 || static_cast<std::size_t>(id) >= n || seen[static_cast<std::size_t>(id)]) {
+                throw FormatError(name + ": token \"" + std::string(token) + "\" has id " + std::to_string(id) +
+                                  ", but ids must be distinct and below the vocabulary size " + std::to_string(n));
             }
-            const auto index = static_cast<std::size_t>(id);
-            seen[index] = true;
-            if (!ids_.emplace(token, static_cast<TokenId>(id)).second) {
-                throw FormatError(name + ": token \"" + token + "\" appears twice");
+            seen[static_cast<std::size_t>(id)] = true;
+            return static_cast<std::size_t>(id);
+        };
+        for (const auto& [token, id] : vocab) {
+            const std::size_t index = claim(id, token);
+            const auto bytes = from_byte_level(token);
+            if (!bytes) {
+                throw FormatError(name + ": token \"" + std::string(token) + "\" (id " + std::to_string(id) +
+                                  ") has a character outside GPT-2's byte-level alphabet");
             }
-            if (token == end_of_text) {
-                bytes_[index] = token;  // a special token decodes to its own text
-                continue;
-            }
-            for (std::size_t i = 0; i < token.size();) {
-                const utf8::Decoded d = utf8::decode_one(token, i);
-                const auto it = d.status == utf8::Status::ok ? char_to_byte.find(d.code_point) : char_to_byte.end();
-                if (it == char_to_byte.end()) {
-                    throw FormatError(name + ": token \"" + token + "\" (id " + std::to_string(id) +
-                                      ") has a character outside GPT-2's byte-level alphabet");
-                }
-                bytes_[index] += it->second;
-                i += d.length;
-            }
+            if (!ids_.emplace(*bytes, static_cast<TokenId>(id)).second) throw FormatError(name + ": token \"" + std::string(token) + "\" appears twice");
+            bytes_[index] = *bytes;
         }
+        for (const AddedToken& t : added) {
+            const std::size_t index = claim(t.id, t.text);
+            bytes_[index] = t.text;
+            types_[index] = t.special ? TokenType::control : TokenType::user_defined;
+        }
+        for (const Inert& t : inert_) {
+            types_[static_cast<std::size_t>(t.id)] = t.type;
+            bytes_[static_cast<std::size_t>(t.id)].clear();
+        }
+        added_ = AddedTokens(std::move(added));
         for (unsigned b = 0; b < 256; ++b) {
-            std::string ch;
-            utf8::append(ch, byte_level::byte_to_char[b]);
-            const auto it = ids_.find(ch);
-            if (it == ids_.end()) throw FormatError(name + ": the byte-level token for byte " + std::to_string(b) + " is missing");
+            const auto it = ids_.find(std::string(1, static_cast<char>(b)));
+            if (it == ids_.end()) {
+                std::string ch;
+                utf8::append(ch, byte_level::byte_to_char[b]);
+                throw FormatError(name + ": the byte-level token for byte " + std::to_string(b) + " (\"" + ch + "\") is missing");
+            }
             byte_ids_[b] = it->second;
         }
     }
@@ -228,22 +344,65 @@ private:
             line.find(' ', space + 1) != std::string_view::npos) {
             throw FormatError(where + ": expected two tokens separated by one space");
         }
-        const std::string left(line.substr(0, space)), right(line.substr(space + 1));
-        const auto a = ids_.find(left), b = ids_.find(right), merged = ids_.find(left + right);
-        if (a == ids_.end() || b == ids_.end() || merged == ids_.end()) {
-            throw FormatError(where + ": \"" + std::string(line) + "\" uses or makes a token that the vocabulary does not have");
+        add_merge(line.substr(0, space), line.substr(space + 1), where);
+    }
+    void add_merge(std::string_view left_text, std::string_view right_text, const std::string& where) {
+        const auto left = from_byte_level(left_text), right = from_byte_level(right_text);
+        const auto a = left ? ids_.find(*left) : ids_.end(), b = right ? ids_.find(*right) : ids_.end();
+        const auto merged = a != ids_.end() && b != ids_.end() ? ids_.find(*left + *right) : ids_.end();
+        if (merged == ids_.end()) {
+            throw FormatError(where + ": \"" + std::string(left_text) + " " + std::string(right_text) +
+                              "\" uses or makes a token that the vocabulary does not have");
         }
+        // A pair listed twice keeps its first (highest) rank, as tokenizers does.
         merges_.emplace(pair_key(a->second, b->second), Merge{static_cast<std::int32_t>(merges_.size()), merged->second});
     }
 
+    // Checks the special ids and gathers the ids that end generation: EOS and the end-of-turn
+    // tokens a vocabulary has (tokens named as llama.cpp names them, "<|eot_id|>", "<|im_end|>"...).
+    void finish(const std::string& source) {
+        for (const auto& [name, id] : {std::pair{"BOS", options_.bos}, {"EOS", options_.eos}}) {
+            if (id && (*id < 0 || static_cast<std::size_t>(*id) >= bytes_.size())) {
+                throw FormatError(source + ": the " + std::string(name) + " id " + std::to_string(*id) + " is outside the vocabulary of " +
+                                  std::to_string(bytes_.size()) + " tokens, so generation could never stop on it");
+            }
+        }
+        if (options_.eos && types_[static_cast<std::size_t>(*options_.eos)] == TokenType::normal) {
+            throw FormatError(source + ": the EOS id " + std::to_string(*options_.eos) + " is the ordinary token \"" +
+                              token_text(*options_.eos) + "\", which text encodes to: generation would stop inside text");
+        }
+        if (options_.add_bos && !options_.bos) throw FormatError(source + ": prompts should start with BOS, but there is no BOS id");
+        if (options_.eos) stop_ids_.push_back(*options_.eos);
+        for (const AddedToken& t : added_.tokens()) {
+            if (t.special && is_end_of_turn_text(t.text) && std::find(stop_ids_.begin(), stop_ids_.end(), t.id) == stop_ids_.end()) {
+                stop_ids_.push_back(t.id);
+            }
+        }
+    }
+
+public:
+    // Adds an id that ends generation (a file's end-of-turn or end-of-message id).
+    void add_stop_id(TokenId id, const std::string& source) {
+        const std::size_t index = checked(id);
+        if (types_[index] == TokenType::normal) {
+            throw FormatError(source + ": the stop id " + std::to_string(id) + " is the ordinary token \"" + token_text(id) + "\"");
+        }
+        if (std::find(stop_ids_.begin(), stop_ids_.end(), id) == stop_ids_.end()) stop_ids_.push_back(id);
+    }
+
+private:
     void encode_text(std::string_view text, std::vector<TokenId>& ids, WordCache& cache) const {
-        pretokenize(text, [&](std::string_view piece) {
+        pretokenize(options_.pre, text, [&](std::string_view piece) {
             if (const auto hit = cache.find(piece); hit != cache.end()) {
                 ids.insert(ids.end(), hit->second.begin(), hit->second.end());
                 return;
             }
             const std::size_t before = ids.size();
-            merge(piece, ids);
+            if (const auto whole = options_.ignore_merges ? ids_.find(piece) : ids_.end(); whole != ids_.end()) {
+                ids.push_back(whole->second);
+            } else {
+                merge(piece, ids);
+            }
             // Words repeat; long pieces hardly ever do, and copying them would double their cost.
             if (piece.size() <= 256) cache.emplace(piece, std::vector<TokenId>(ids.begin() + static_cast<std::ptrdiff_t>(before), ids.end()));
         });
@@ -359,8 +518,13 @@ private:
         std::vector<std::int32_t> rank_, slot_, heap_;
     };
 
-    std::vector<std::string> bytes_;   // id -> raw bytes
-    std::unordered_map<std::string, TokenId> ids_;
+    Options options_;
+    std::vector<std::string> bytes_;  // id -> raw bytes (an added token's text)
+    std::vector<TokenType> types_;
+    std::vector<Inert> inert_;
+    AddedTokens added_;
+    std::vector<TokenId> stop_ids_;
+    std::unordered_map<std::string, TokenId, Hash, std::equal_to<>> ids_;  // a BPE token's raw bytes -> id
     std::unordered_map<std::uint64_t, Merge> merges_;  // (left id, right id) -> rank, result
     TokenId byte_ids_[256] = {};
 };

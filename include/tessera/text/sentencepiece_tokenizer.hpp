@@ -33,8 +33,7 @@ namespace tessera {
 
 class SentencePieceTokenizer final : public Tokenizer {
 public:
-    // llama.cpp's token types (tokenizer.ggml.token_type).
-    enum class PieceType : std::int32_t { normal = 1, unknown = 2, control = 3, user_defined = 4, unused = 5, byte = 6 };
+    using PieceType = TokenType;
 
     struct Options {
         std::optional<TokenId> bos, eos, unknown;

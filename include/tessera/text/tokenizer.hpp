@@ -1,11 +1,12 @@
 #pragma once
 // Tokenizer: what generation, streaming and the server need of a tokenizer, whatever its kind
-// (byte-level BPE: text/bpe_tokenizer.hpp), as an interface: the kind a model file holds is
+// (byte-level BPE: text/bpe_tokenizer.hpp; SentencePiece: text/sentencepiece_tokenizer.hpp), as an interface: the kind a model file holds is
 // known only at run time, and generation code names no concrete tokenizer type.
 //
 // A kind implements vocab_size, eos_id, token_bytes and encode_ids; decoding and the vocabulary
 // check are the same for every kind.
 #include <cstddef>      // std::size_t
+#include <cstdint>      // std::int32_t
 #include <optional>     // std::optional
 #include <span>         // std::span
 #include <string>       // std::string
@@ -17,6 +18,20 @@
 #include <tessera/text/utf8.hpp>      // sanitize
 
 namespace tessera {
+
+// A token's kind, numbered as GGUF's tokenizer.ggml.token_type (llama.cpp's).
+enum class TokenType : std::int32_t { normal = 1, unknown = 2, control = 3, user_defined = 4, unused = 5, byte = 6 };
+
+// Whether a control token's text is one that ends a turn or a text, as llama.cpp recognises
+// them: generation stops on these besides the file's EOS (Llama 3's "<|eot_id|>" beside
+// "<|end_of_text|>", ChatML's "<|im_end|>" beside "<|endoftext|>").
+constexpr bool is_end_of_turn_text(std::string_view text) noexcept {
+    for (const std::string_view t : {"<|eot_id|>", "<|eom_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",
+                                     "<|end_of_text|>", "<EOT>"}) {
+        if (text == t) return true;
+    }
+    return false;
+}
 
 // Whether special-token text such as "<|endoftext|>" in the input becomes its special id.
 enum class SpecialTokens {
@@ -31,6 +46,11 @@ public:
     virtual std::size_t vocab_size() const noexcept = 0;
     // The id that ends a text, if the vocabulary has one.
     virtual std::optional<TokenId> eos_id() const = 0;
+    // The ids that end generation: EOS and the vocabulary's end-of-turn tokens.
+    virtual std::vector<TokenId> stop_ids() const {
+        if (const auto eos = eos_id()) return {*eos};
+        return {};
+    }
     // The raw bytes one token stands for (possibly part of a UTF-8 character); throws
     // TokenizerError for an id outside the vocabulary.
     virtual const std::string& token_bytes(TokenId id) const = 0;

@@ -21,7 +21,7 @@ strip_ansi() { sed -e 's/\x1b\[[0-9;]*m//g'; }
     [ -f "$fortunes/$f" ] && [ ! -L "$fortunes/$f" ] && strip_ansi < "$fortunes/$f"
   done
   find /usr/share/doc -name copyright -type f | sort | xargs cat
-} | head -c 10485760 | iconv -f UTF-8 -t UTF-8 -c > "$work/corpus.txt"
+} 2>/dev/null | head -c 10485760 | iconv -f UTF-8 -t UTF-8 -c > "$work/corpus.txt" || true  # head ends the pipe early
 echo "corpus: $(wc -c < "$work/corpus.txt") bytes"
 /usr/bin/time -f "train_tokenizer: %e s wall, %M KB peak" "$bin/train_tokenizer" --input "$work/corpus.txt" \
   --out "$work/speed" --vocab-size 32000 --pre llama3 --special "<|endoftext|>" --threads 2

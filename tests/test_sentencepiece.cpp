@@ -73,6 +73,11 @@ TEST_CASE("SentencePiece BPE: control tokens only where allowed, and streaming k
     CHECK(special.front() == 1);
     CHECK(special.back() == 2);
     CHECK(t.decode(special) == "Hi there");  // control tokens decode to nothing
+    // Each text part after a control token gets the dummy prefix, as llama.cpp encodes it.
+    std::vector<TokenId> parts = t.encode("a");
+    parts.push_back(2);
+    for (const TokenId id : t.encode("b")) parts.push_back(id);
+    CHECK(t.encode("a</s>b", SpecialTokens::allowed) == parts);
     // A prompt starts with BOS, as the file's add_bos_token asks (generation encodes prompts so).
     auto prompt = t.encode("Hi there");
     prompt.insert(prompt.begin(), 1);

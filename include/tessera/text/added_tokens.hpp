@@ -42,7 +42,10 @@ public:
         std::erase_if(tokens_, [](const AddedToken& t) { return t.text.empty(); });
         // Longest first, so the first match at a place is the longest.
         std::sort(tokens_.begin(), tokens_.end(), [](const AddedToken& a, const AddedToken& b) { return a.text.size() > b.text.size(); });
-        for (std::size_t i = 0; i < tokens_.size(); ++i) by_first_byte_[static_cast<unsigned char>(tokens_[i].text[0])].push_back(i);
+        for (std::size_t i = 0; i < tokens_.size(); ++i) {
+            by_first_byte_[static_cast<unsigned char>(tokens_[i].text[0])].push_back(i);
+            (tokens_[i].special ? any_special_ : any_other_) = true;
+        }
     }
 
     bool empty() const noexcept { return tokens_.empty(); }
@@ -53,8 +56,13 @@ public:
     template <class OnText, class OnToken>
     void split(std::string_view text, SpecialTokens special, OnText&& on_text, OnToken&& on_token,
                AddedTokenPass pass = AddedTokenPass::all) const {
+        if (!any_other_ && (!any_special_ || special != SpecialTokens::allowed)) {  // nothing to match: no scan
+            if (!text.empty()) on_text(text);
+            return;
+        }
         std::size_t start = 0;  // where the text not yet emitted begins
         for (std::size_t at = 0; at < text.size(); ++at) {
+            if (by_first_byte_[static_cast<unsigned char>(text[at])].empty()) continue;
             const AddedToken* hit = match_at(text, at, special, start, pass);
             if (!hit) continue;
             std::size_t begin = at, end = at + hit->text.size();
@@ -115,6 +123,7 @@ private:
 
     std::vector<AddedToken> tokens_;
     std::array<std::vector<std::size_t>, 256> by_first_byte_{};
+    bool any_special_ = false, any_other_ = false;
 };
 
 }  // namespace tessera

@@ -392,7 +392,7 @@ public:
 
 private:
     void encode_text(std::string_view text, std::vector<TokenId>& ids, WordCache& cache) const {
-        pretokenize(options_.pre, text, [&](std::string_view piece) {
+        pretokenize_valid(options_.pre, text, [&](std::string_view piece) {  // checked in encode_ids
             if (const auto hit = cache.find(piece); hit != cache.end()) {
                 ids.insert(ids.end(), hit->second.begin(), hit->second.end());
                 return;

@@ -64,10 +64,9 @@ private:
 
 inline bool is_line_break(char32_t cp) noexcept { return cp == U'\r' || cp == U'\n'; }
 
-// The length of the contraction ('s 't 're 've 'm 'll 'd) at `i`, 0 if none; `fold` matches
-// ASCII upper case too.
+// The length of the contraction ('s 't 're 've 'm 'll 'd) at `i`, where an apostrophe is, 0 if
+// none; `fold` matches ASCII upper case too.
 inline std::size_t contraction(const CharScanner& s, std::size_t i, bool fold) noexcept {
-    if (s.at(i).cp != U'\'') return 0;
     const auto lower = [fold](char32_t c) { return fold && c >= U'A' && c <= U'Z' ? c + 32 : c; };
     const ScannedChar c1 = s.at(i + 1);
     const char32_t a = lower(c1.cp);
@@ -90,11 +89,13 @@ inline std::size_t trailing_white_space(const CharScanner& s, std::size_t i) noe
 }
 
 // The end of the gpt2 piece at `i`.
-inline std::size_t gpt2_piece(const CharScanner& s, std::size_t i) noexcept {
+[[gnu::always_inline]] inline std::size_t gpt2_piece(const CharScanner& s, std::size_t i) noexcept {
     using unicode::CharClass;
-    if (const std::size_t n = contraction(s, i, false)) return i + n;
-    // ` ?\p{L}+`, ` ?\p{N}+`, ` ?[^\s\p{L}\p{N}]+`: an optional U+0020, then a run of one class.
     const ScannedChar c = s.at(i);
+    if (c.cp == U'\'') {
+        if (const std::size_t n = contraction(s, i, false)) return i + n;
+    }
+    // ` ?\p{L}+`, ` ?\p{N}+`, ` ?[^\s\p{L}\p{N}]+`: an optional U+0020, then a run of one class.
     const std::size_t k = (c.cp == U' ' && i + 1 < s.size()) ? i + 1 : i;
     const ScannedChar first = k == i ? c : s.at(k);
     if (first.cls != CharClass::white_space) return s.run_end(k + first.length, [&](const ScannedChar& d) { return d.cls == first.cls; });
@@ -102,10 +103,12 @@ inline std::size_t gpt2_piece(const CharScanner& s, std::size_t i) noexcept {
 }
 
 // The end of the llama3 (max_digits 3) or qwen2 (max_digits 1) piece at `i`.
-inline std::size_t llama3_piece(const CharScanner& s, std::size_t i, std::size_t max_digits) noexcept {
+[[gnu::always_inline]] inline std::size_t llama3_piece(const CharScanner& s, std::size_t i, std::size_t max_digits) noexcept {
     using unicode::CharClass;
-    if (const std::size_t n = contraction(s, i, true)) return i + n;
     const ScannedChar c = s.at(i);
+    if (c.cp == U'\'') {
+        if (const std::size_t n = contraction(s, i, true)) return i + n;
+    }
     const auto letter = [](const ScannedChar& d) { return d.cls == CharClass::letter; };
     const auto other = [](const ScannedChar& d) { return d.cls == CharClass::other; };
     const auto line_break = [](const ScannedChar& d) { return is_line_break(d.cp); };
@@ -141,14 +144,10 @@ inline std::size_t llama3_piece(const CharScanner& s, std::size_t i, std::size_t
 
 }  // namespace detail
 
-// Calls emit(piece) for each piece of `text`, in order; the pieces concatenate to `text`.
-// Throws TokenizerError naming the byte offset of the first invalid UTF-8 sequence, before
-// emitting anything.
+// Calls emit(piece) for each piece of valid UTF-8 `text`, in order; the pieces concatenate to
+// `text`. (pretokenize below checks the text first.)
 template <class Emit>
-void pretokenize(PreTokenizer kind, std::string_view text, Emit&& emit) {
-    if (const std::size_t bad = utf8::first_invalid(text); bad != text.size()) {
-        throw TokenizerError("invalid UTF-8 at byte offset " + std::to_string(bad) + " of the text");
-    }
+void pretokenize_valid(PreTokenizer kind, std::string_view text, Emit&& emit) {
     const auto scan = [&](std::string_view part, std::size_t offset, auto piece_end) {
         const detail::CharScanner s(part);
         for (std::size_t i = 0; i < part.size();) {
@@ -157,8 +156,9 @@ void pretokenize(PreTokenizer kind, std::string_view text, Emit&& emit) {
             i = end;
         }
     };
+    const auto gpt2 = [](const detail::CharScanner& s, std::size_t i) { return detail::gpt2_piece(s, i); };
     switch (kind) {
-        case PreTokenizer::gpt2: return scan(text, 0, detail::gpt2_piece);
+        case PreTokenizer::gpt2: return scan(text, 0, gpt2);
         case PreTokenizer::llama3: return scan(text, 0, [](const detail::CharScanner& s, std::size_t i) { return detail::llama3_piece(s, i, 3); });
         case PreTokenizer::qwen2: return scan(text, 0, [](const detail::CharScanner& s, std::size_t i) { return detail::llama3_piece(s, i, 1); });
         case PreTokenizer::smollm: {
@@ -168,7 +168,7 @@ void pretokenize(PreTokenizer kind, std::string_view text, Emit&& emit) {
             for (std::size_t i = 0; i < text.size();) {
                 const std::size_t end = s.run_end(i, not_number);
                 if (end > i) {
-                    scan(text.substr(i, end - i), i, detail::gpt2_piece);
+                    scan(text.substr(i, end - i), i, gpt2);
                     i = end;
                 } else {
                     const std::size_t length = s.at(i).length;
@@ -179,6 +179,16 @@ void pretokenize(PreTokenizer kind, std::string_view text, Emit&& emit) {
             return;
         }
     }
+}
+
+// As pretokenize_valid, after checking the text: invalid UTF-8 is a TokenizerError naming the
+// byte offset of the first invalid sequence, thrown before anything is emitted.
+template <class Emit>
+void pretokenize(PreTokenizer kind, std::string_view text, Emit&& emit) {
+    if (const std::size_t bad = utf8::first_invalid(text); bad != text.size()) {
+        throw TokenizerError("invalid UTF-8 at byte offset " + std::to_string(bad) + " of the text");
+    }
+    pretokenize_valid(kind, text, std::forward<Emit>(emit));
 }
 
 // GPT-2's pre-tokenizer.

@@ -26,6 +26,7 @@
 
 #include <tessera/core/error.hpp>     // FormatError, TokenizerError
 #include <tessera/core/token_id.hpp>  // TokenId
+#include <tessera/text/added_tokens.hpp>  // AddedTokens
 #include <tessera/text/tokenizer.hpp>  // Tokenizer, SpecialTokens
 #include <tessera/text/utf8.hpp>      // first_invalid, decode_one
 
@@ -58,6 +59,7 @@ public:
             }
         }
         scores_.assign(scores.begin(), scores.end());
+        std::vector<AddedToken> controls;
         for (std::size_t i = 0; i < pieces.size(); ++i) {
             const auto id = static_cast<TokenId>(i);
             const auto type = static_cast<PieceType>(types[i]);
@@ -70,7 +72,7 @@ public:
             if (type == PieceType::normal || type == PieceType::user_defined || type == PieceType::unused) {
                 mergeable_.emplace(pieces[i], id);
             } else if (type == PieceType::control && !pieces[i].empty()) {
-                controls_.emplace_back(pieces[i], id);
+                controls.push_back({pieces[i], id, true});
             }
             bytes_.push_back(surface(pieces[i], type));
             if (type == PieceType::byte) {
@@ -78,6 +80,7 @@ public:
                 else throw FormatError(source + ": token " + std::to_string(i) + " '" + pieces[i] + "' is a byte token but not <0xNN>");
             }
         }
+        controls_ = AddedTokens(std::move(controls));
     }
 
     std::size_t vocab_size() const noexcept override { return bytes_.size(); }
@@ -132,36 +135,12 @@ private:
             throw TokenizerError("the text is not valid UTF-8 (at byte " + std::to_string(at) + ")");
         }
         std::vector<TokenId> ids;
-        if (special == SpecialTokens::as_text) {
-            encode_text(text, true, ids);
-            return ids;
-        }
-        // Control tokens' texts become their ids; the text between them is encoded, the dummy
-        // prefix before the first part only.
-        std::size_t start = 0;
-        bool first = true;
-        for (std::size_t at = 0; at < text.size();) {
-            const auto hit = control_at(text, at);
-            if (!hit) {
-                ++at;
-                continue;
-            }
-            encode_text(text.substr(start, at - start), first, ids);
-            first = false;
-            ids.push_back(hit->second);
-            at += hit->first.size();
-            start = at;
-        }
-        encode_text(text.substr(start), first, ids);
+        // Control tokens' texts become their ids (only when allowed); each text part gets the
+        // dummy prefix, as llama.cpp gives it after every control token.
+        controls_.split(
+            text, special, [&](std::string_view part) { encode_text(part, true, ids); },
+            [&](const AddedToken& token) { ids.push_back(token.id); });
         return ids;
-    }
-    // The longest control token whose text starts at `at`.
-    const std::pair<std::string, TokenId>* control_at(std::string_view text, std::size_t at) const {
-        const std::pair<std::string, TokenId>* best = nullptr;
-        for (const auto& c : controls_) {
-            if (text.compare(at, c.first.size(), c.first) == 0 && (!best || c.first.size() > best->first.size())) best = &c;
-        }
-        return best;
     }
 
     struct Symbol {
@@ -245,7 +224,7 @@ private:
     std::vector<float> scores_;
     std::vector<std::string> bytes_;  // what each token decodes to
     std::unordered_map<std::string, TokenId, Hash, std::equal_to<>> mergeable_;
-    std::vector<std::pair<std::string, TokenId>> controls_;
+    AddedTokens controls_;  // matched in text only with SpecialTokens::allowed
     std::array<TokenId, 256> byte_ids_{};  // <0xNN>'s id by byte, -1: none
 };
 

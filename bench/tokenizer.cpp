@@ -3,8 +3,8 @@
 //   python3 tools/make_tokenizer_corpus.py build/corpus.txt
 //   build/bench/bench_tokenizer --corpus build/corpus.txt --model tests/data/gpt2 [--pre llama3]
 //
-// --model takes any model path open_tokenizer does (a directory with tokenizer.json or
-// vocab.json + merges.txt, a GGUF file); --pre runs that vocabulary with another pre-tokenizer
+// --model takes any model path open_any_tokenizer does (a directory with tokenizer.json,
+// tokenizer.model or vocab.json + merges.txt, a GGUF file); --pre runs that vocabulary with another pre-tokenizer
 // (gpt2, llama3, qwen2, smollm), so that each pattern is timed with GPT-2's full 50,000 merges.
 //
 // bench/tokenizer_vs_tiktoken.sh runs this and js-tiktoken on the same text in one go.
@@ -25,7 +25,7 @@
 namespace {
 
 std::string g_corpus;
-std::unique_ptr<tessera::BpeTokenizer> g_tokenizer;
+std::unique_ptr<tessera::Tokenizer> g_tokenizer;
 
 // The whole text each time: every call starts with an empty word cache, as a fresh request would.
 void BM_Encode(benchmark::State& state) {
@@ -84,9 +84,14 @@ int main(int argc, char** argv) {
     }
     std::ifstream in(corpus_path, std::ios::binary);
     g_corpus.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-    g_tokenizer = std::make_unique<tessera::BpeTokenizer>(tessera::open_tokenizer(model));
+    g_tokenizer = tessera::open_any_tokenizer(model);
     if (!pre.empty()) {
-        tessera::BpeTokenizer::Options options = g_tokenizer->options();
+        const auto* bpe = dynamic_cast<const tessera::BpeTokenizer*>(g_tokenizer.get());
+        if (!bpe) {
+            std::fprintf(stderr, "bench_tokenizer: --pre needs a byte-level BPE model\n");
+            return 2;
+        }
+        tessera::BpeTokenizer::Options options = bpe->options();
         bool known = false;
         for (const auto p : {tessera::PreTokenizer::gpt2, tessera::PreTokenizer::llama3, tessera::PreTokenizer::qwen2,
                              tessera::PreTokenizer::smollm}) {
@@ -98,11 +103,11 @@ int main(int argc, char** argv) {
         }
         std::vector<std::string> tokens;
         std::vector<std::int32_t> types;
-        for (std::size_t id = 0; id < g_tokenizer->vocab_size(); ++id) {
-            tokens.push_back(g_tokenizer->token_text(static_cast<tessera::TokenId>(id)));
-            types.push_back(static_cast<std::int32_t>(g_tokenizer->token_type(static_cast<tessera::TokenId>(id))));
+        for (std::size_t id = 0; id < bpe->vocab_size(); ++id) {
+            tokens.push_back(bpe->token_text(static_cast<tessera::TokenId>(id)));
+            types.push_back(static_cast<std::int32_t>(bpe->token_type(static_cast<tessera::TokenId>(id))));
         }
-        g_tokenizer = std::make_unique<tessera::BpeTokenizer>(tokens, types, g_tokenizer->merge_texts(), options, model);
+        g_tokenizer = std::make_unique<tessera::BpeTokenizer>(tokens, types, bpe->merge_texts(), options, model);
     }
     std::printf("corpus: %zu bytes from %s\n", g_corpus.size(), corpus_path.c_str());
     benchmark::RunSpecifiedBenchmarks();

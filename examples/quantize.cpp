@@ -13,6 +13,7 @@
 #include <CLI/CLI.hpp>
 
 #include <exception>
+#include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <optional>
@@ -76,6 +77,12 @@ int main(int argc, char** argv) {
             if (!files.gguf() && (std::filesystem::exists(dir / "tokenizer.json") ||
                                   (std::filesystem::exists(dir / "vocab.json") && std::filesystem::exists(dir / "merges.txt")))) {
                 tokenizer.emplace(tessera::open_tokenizer(model));
+                // SentencePiece-style tokenizer.json: not written as GGUF's "llama" tokenizer yet; the
+                // file then runs on ids, as llama.cpp runs it.
+                if (tokenizer->options().alphabet != tessera::BpeTokenizer::Alphabet::byte_level) {
+                    std::fprintf(stderr, "quantize: %s's SentencePiece-style tokenizer is not written into the GGUF file yet\n", model.c_str());
+                    tokenizer.reset();
+                }
             }
             tessera::write_llama_gguf(files, tokenizer ? &*tokenizer : nullptr, *weights, out, name);
             shape = files.shape().describe();

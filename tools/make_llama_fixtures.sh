@@ -40,6 +40,8 @@ d=$out/llama-spm-tiny
 [ -f "$d/config.json" ] || $ref checkpoint --config llama-spm-tiny --seed 9 --out "$d" >/dev/null
 [ -f "$out/llama-spm-tiny-f32.gguf" ] || $ref gguf --model "$d" --out "$out/llama-spm-tiny-f32.gguf" \
     --sentencepiece "$here/../tests/data/sentencepiece/tokenizer.model" >/dev/null
+# its directory also holds that vocabulary as transformers' tokenizer.json (tests/data/tokenizer_json/llama2)
+cp "$here/../tests/data/tokenizer_json/llama2/tokenizer.json" "$here/../tests/data/tokenizer_json/llama2/tokenizer_config.json" "$d/"
 [ -f "$d/greedy.txt" ] || $ref greedy --model "$d" --tokens 1,358,458,917,936,685,962 --steps 8 |
     $py -c 'import json, sys; print(json.dumps(json.load(sys.stdin)["tokens"], separators=(",", ":")))' > "$d/greedy.txt"
 # Llama 3, Qwen2 and SmolLM-style checkpoints of tests/data/tokenizer_json's vocabularies, with

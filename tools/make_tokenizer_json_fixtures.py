@@ -13,17 +13,23 @@ One directory per style, each with tokenizer.json and tokenizer_config.json as H
     qwen2   NFC normalizer, Split(Qwen2's pattern) + ByteLevel, ChatML specials and non-special
             <tool_call> tokens
     smollm  Digits(individual) + ByteLevel, <|endoftext|> <|im_start|> <|im_end|> as ids 0-2
+    llama2  SentencePiece-style BPE as transformers converts Llama 2's tokenizer.model (legacy):
+            Prepend("▁") + Replace(" ", "▁") normalizer, byte_fallback, <unk>, a BOS template
+    mistral the same vocabulary as transformers' non-legacy conversion: a Metaspace
+            pre-tokenizer with prepend_scheme "first"
+
+llama2 and mistral convert tests/data/sentencepiece/tokenizer.model (Google's sentencepiece,
+Debian python3-sentencepiece) with the merges transformers' SentencePieceExtractor derives from
+its scores: every split of a piece into two pieces, ordered by the piece's score.
 
 The vocabularies are trained here (1,500 merges, a plain incremental BPE trainer independent of
-tessera's) on tools/make_tokenizer_corpus.py's mixed English / code / CJK text, pre-tokenized
-with Python's `regex` module and each style's pattern. Deterministic: the same files each run.
+tessera's) on committed fixtures (training_corpus), pre-tokenized with Python's `regex` module
+and each style's pattern. Deterministic: the same files each run.
 """
 import collections
 import json
 import pathlib
-import subprocess
 import sys
-import tempfile
 import unicodedata
 
 import regex
@@ -214,17 +220,68 @@ def encode(directory, text, prompt=False):
     return ids
 
 
+def sentencepiece_style(style):
+    import sentencepiece as spm
+    sp = spm.SentencePieceProcessor(model_file=str(ROOT / "tests/data/sentencepiece/tokenizer.model"))
+    n = sp.get_piece_size()
+    vocab = {sp.id_to_piece(i): i for i in range(n)}
+    scores = {sp.id_to_piece(i): sp.get_score(i) for i in range(n)}
+    merges = []
+    for piece, score in scores.items():
+        local = [(piece[:k], piece[k:], score) for k in range(1, len(piece)) if piece[:k] in vocab and piece[k:] in vocab]
+        merges += sorted(local, key=lambda m: (vocab[m[0]], vocab[m[1]]))
+    merges = [(a, b) for a, b, _ in sorted(merges, key=lambda m: (m[2], len(m[0]), len(m[1])), reverse=True)]
+    specials = [added(sp.id_to_piece(i), i) for i in range(n) if sp.is_control(i) or sp.is_unknown(i)]
+    for t in specials:
+        t["normalized"] = False
+    mark = "\u2581"
+    bos = sp.id_to_piece(sp.bos_id())
+    post = {"type": "TemplateProcessing",
+            "single": [{"SpecialToken": {"id": bos, "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}],
+            "pair": [{"SpecialToken": {"id": bos, "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}},
+                     {"SpecialToken": {"id": bos, "type_id": 1}}, {"Sequence": {"id": "B", "type_id": 1}}],
+            "special_tokens": {bos: {"id": bos, "ids": [sp.bos_id()], "tokens": [bos]}}}
+    # transformers' LlamaConverter: the same decoder either way
+    decoder = {"type": "Sequence", "decoders": [
+        {"type": "Replace", "pattern": {"String": mark}, "content": " "}, {"type": "ByteFallback"}, {"type": "Fuse"},
+        {"type": "Strip", "content": " ", "start": 1, "stop": 0}]}
+    if style == "llama2":
+        normalizer = {"type": "Sequence", "normalizers": [{"type": "Prepend", "prepend": mark},
+                                                          {"type": "Replace", "pattern": {"String": " "}, "content": mark}]}
+        pre = None
+    else:
+        normalizer = None
+        pre = {"type": "Metaspace", "replacement": mark, "prepend_scheme": "first", "split": False}
+    tokenizer = {
+        "version": "1.0", "truncation": None, "padding": None, "added_tokens": specials, "normalizer": normalizer,
+        "pre_tokenizer": pre, "post_processor": post, "decoder": decoder,
+        "model": {"type": "BPE", "dropout": None, "unk_token": sp.id_to_piece(sp.unk_id()), "continuing_subword_prefix": None,
+                  "end_of_word_suffix": None, "fuse_unk": True, "byte_fallback": True, "ignore_merges": False,
+                  "vocab": vocab, "merges": [f"{a} {b}" for a, b in merges]},
+    }
+    config = {"add_bos_token": True, "add_eos_token": False, "bos_token": bos, "eos_token": sp.id_to_piece(sp.eos_id()),
+              "unk_token": sp.id_to_piece(sp.unk_id()), "legacy": style == "llama2", "clean_up_tokenization_spaces": False,
+              "tokenizer_class": "LlamaTokenizerFast"}
+    return tokenizer, config
+
+
+def training_corpus():
+    """Committed fixtures only, so that the vocabularies never change with the project's text:
+    the held-out fortunes (tests/data/fortunes-gpt2/heldout.txt, English) and the 2,198 texts of
+    tests/data/tokenizer/vectors.jsonl (every script, emoji, code, white space)."""
+    heldout = (ROOT / "tests/data/fortunes-gpt2/heldout.txt").read_text(encoding="utf-8")
+    vectors = [json.loads(line)["text"] for line in (ROOT / "tests/data/tokenizer/vectors.jsonl").read_text(encoding="utf-8").splitlines()]
+    return heldout + "\n".join(vectors)
+
+
 def main():
     if len(sys.argv) == 4 and sys.argv[1] in ("--encode", "--encode-prompt"):  # DIR TEXT: the ids as "1,2,3"
         print(",".join(str(i) for i in encode(sys.argv[2], sys.argv[3], sys.argv[1] == "--encode-prompt")))
         return
     out = pathlib.Path(sys.argv[1])
-    with tempfile.TemporaryDirectory() as tmp:
-        subprocess.run([sys.executable, str(ROOT / "tools/make_tokenizer_corpus.py"), f"{tmp}/corpus.txt", "--bytes", "262144"],
-                       check=True)
-        corpus = pathlib.Path(f"{tmp}/corpus.txt").read_text(encoding="utf-8")
-    for style in ("gpt2", "llama3", "qwen2", "smollm"):
-        tokenizer, config = build(style, corpus)
+    corpus = training_corpus()
+    for style in ("gpt2", "llama3", "qwen2", "smollm", "llama2", "mistral"):
+        tokenizer, config = sentencepiece_style(style) if style in ("llama2", "mistral") else build(style, corpus)
         d = out / style
         d.mkdir(parents=True, exist_ok=True)
         (d / "tokenizer.json").write_text(json.dumps(tokenizer, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")

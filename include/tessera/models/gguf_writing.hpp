@@ -6,6 +6,7 @@
 #include <string>   // std::string
 #include <vector>   // std::vector
 
+#include <tessera/core/error.hpp>           // ArgumentError
 #include <tessera/core/weight_formats.hpp>  // WeightFormatId
 #include <tessera/io/gguf.hpp>              // GgmlType
 #include <tessera/io/gguf_writer.hpp>       // GgufWriter
@@ -30,6 +31,9 @@ inline io::GgmlType ggml_type_of(WeightFormatId format) noexcept {
 // tokenizer.ggml.model "gpt2" with its pre-tokenizer, the tokens and their types, the merges,
 // BOS (GPT-2's: its EOS, as llama.cpp's converter writes it) and EOS, add_bos_token.
 inline void add_bpe_tokenizer(io::GgufWriter& w, const BpeTokenizer& tokenizer) {
+    if (tokenizer.options().alphabet != BpeTokenizer::Alphabet::byte_level) {
+        throw ArgumentError("a SentencePiece-style tokenizer.json is not written into GGUF files yet (byte-level BPE is)");
+    }
     w.add_string("tokenizer.ggml.model", "gpt2");
     w.add_string("tokenizer.ggml.pre", std::string(gguf_pre_tokenizer_name(tokenizer.options().pre)));
     std::vector<std::string> tokens;

@@ -126,9 +126,9 @@ inline SentencePieceTokenizer sentencepiece_from_gguf(const io::GgufFile& file) 
     return SentencePieceTokenizer(file.string_array("tokenizer.ggml.tokens"), scores, types, options, file.path());
 }
 
-// A model's tokenizer of whatever kind its file holds: SentencePiece's BPE (a GGUF file's
-// "llama" tokenizer model, a directory's tokenizer.model) or byte-level BPE (a GGUF file's "gpt2"
-// tokenizer model, a directory's tokenizer.json or vocab.json and merges.txt).
+// A model's tokenizer of whatever kind its file holds: a GGUF file's ("llama": SentencePiece,
+// "gpt2": byte-level BPE), or a directory's tokenizer.json (byte-level or SentencePiece-style
+// BPE), else its tokenizer.model (SentencePiece), else its vocab.json and merges.txt.
 inline std::unique_ptr<Tokenizer> open_any_tokenizer(const std::filesystem::path& path) {
     if (model_path_kind(path) == ModelPathKind::gguf_file) {
         const io::GgufFile file(path);
@@ -137,7 +137,9 @@ inline std::unique_ptr<Tokenizer> open_any_tokenizer(const std::filesystem::path
         }
         return std::make_unique<BpeTokenizer>(tokenizer_from_gguf(file));
     }
-    if (std::filesystem::exists(path / "tokenizer.model")) {
+    // tokenizer.json first, as transformers' AutoTokenizer loads it (a file it holds but
+    // tessera refuses is an error, never a silent switch to another file).
+    if (!std::filesystem::exists(path / "tokenizer.json") && std::filesystem::exists(path / "tokenizer.model")) {
         return std::make_unique<SentencePieceTokenizer>(sentencepiece_from_model_file(path / "tokenizer.model"));
     }
     return std::make_unique<BpeTokenizer>(open_tokenizer(path));

@@ -20,6 +20,7 @@
 #include <algorithm>      // std::sort, std::find
 #include <array>          // std::array
 #include <cstdint>        // std::int32_t, std::uint64_t
+#include <cstdio>         // std::snprintf
 #include <deque>          // std::deque
 #include <filesystem>     // std::filesystem::path
 #include <functional>     // std::hash, std::equal_to
@@ -40,6 +41,7 @@
 #include <tessera/text/byte_level.hpp>    // byte_to_char
 #include <tessera/text/normalization.hpp> // nfc
 #include <tessera/text/pretokenizer.hpp>  // pretokenize, PreTokenizer
+#include <tessera/text/sentencepiece_pieces.hpp>  // space_mark, byte_of, with_spaces
 #include <tessera/text/tokenizer.hpp>     // Tokenizer, SpecialTokens, TokenType
 #include <tessera/text/utf8.hpp>          // append, decode_one, sanitize
 
@@ -49,8 +51,22 @@ class BpeTokenizer final : public Tokenizer {
 public:
     static constexpr std::string_view end_of_text = "<|endoftext|>";
 
+    // What BPE's first symbols are: bytes as GPT-2's byte-level characters, or (tokenizer.json's
+    // SentencePiece-style BPE: Llama 2, Mistral, TinyLlama) characters, spaces as ▁, a
+    // character no token covers as its bytes' <0xNN> tokens (byte_fallback) or the unknown token.
+    enum class Alphabet { byte_level, characters };
+    // Where the characters alphabet puts a ▁ before the text: never; before every part between
+    // added tokens (the Prepend normalizer); Metaspace's "always" (every part not starting with
+    // a space) and "first" (the part at the text's start, unless it starts with a space).
+    enum class SpacePrefix { never, every_part, metaspace_always, metaspace_first };
+
     struct Options {
-        PreTokenizer pre = PreTokenizer::gpt2;
+        Alphabet alphabet = Alphabet::byte_level;
+        SpacePrefix space_prefix = SpacePrefix::never;  // characters only
+        bool byte_fallback = false;                     // characters only
+        std::optional<TokenId> unknown;                 // characters only
+        bool fuse_unknown = false;                      // consecutive unknown characters: one unknown token
+        PreTokenizer pre = PreTokenizer::gpt2;          // byte_level only
         bool ignore_merges = false;  // a piece that is a token is that token (Llama 3)
         bool nfc = false;            // the text between added tokens normalized to NFC first (tokenizer.json's NFC)
         std::optional<TokenId> bos, eos;
@@ -130,9 +146,10 @@ public:
         : options_(options) {
         std::vector<VocabEntry> entries;
         entries.reserve(vocab.size());
-        for (const auto& [token, id] : vocab) {
-            const bool is_added = std::find_if(added.begin(), added.end(), [&](const AddedToken& t) { return t.id == id; }) != added.end();
-            if (!is_added) entries.push_back({token, id});  // an added token listed in the vocabulary too
+        std::unordered_map<std::int64_t, bool> added_ids;
+        for (const AddedToken& t : added) added_ids.emplace(t.id, true);
+        for (const auto& entry : vocab) {
+            if (!added_ids.contains(entry.second)) entries.push_back({entry.first, entry.second});  // else an added token listed in the vocabulary too
         }
         set_vocabulary(entries, added, source + " vocabulary");
         const std::string where = source + " merges";
@@ -147,6 +164,10 @@ public:
     std::optional<TokenId> bos_id() const { return options_.bos; }
     std::optional<TokenId> prompt_start() const override { return options_.add_bos ? options_.bos : std::nullopt; }
     std::vector<TokenId> stop_ids() const override { return stop_ids_; }
+    // The ▁ put before the text is not part of it (the decoder's Strip).
+    bool strips_leading_space() const noexcept override {
+        return options_.alphabet == Alphabet::characters && options_.space_prefix != SpacePrefix::never;
+    }
     const Options& options() const noexcept { return options_; }
     const AddedTokens& added_tokens() const noexcept { return added_; }
 
@@ -155,7 +176,7 @@ public:
         for (const AddedToken& t : added_.tokens()) {
             if (t.text == token) return t.id;
         }
-        const auto bytes = from_byte_level(token);
+        const auto bytes = key_of(token);
         if (!bytes) return std::nullopt;
         const auto it = ids_.find(*bytes);
         return it == ids_.end() ? std::nullopt : std::optional<TokenId>(it->second);
@@ -178,6 +199,7 @@ public:
             }
             return bytes_[index];
         }
+        if (options_.alphabet == Alphabet::characters) return texts_[index];
         std::string text;
         for (const char b : bytes_[index]) utf8::append(text, byte_level::byte_to_char[static_cast<unsigned char>(b)]);
         return text;
@@ -234,7 +256,9 @@ private:
         std::deque<std::string> normalized;  // outlives the cache, whose keys may point into it
         WordCache cache;
         const auto token = [&](const AddedToken& t) { ids.push_back(t.id); };
-        if (!options_.nfc) {
+        if (options_.alphabet == Alphabet::characters) {
+            added_.split(text, special, [&](std::string_view part) { encode_characters(part, part.data() == text.data(), ids); }, token);
+        } else if (!options_.nfc) {
             added_.split(text, special, [&](std::string_view part) { encode_text(part, ids, cache); }, token);
         } else {  // as tokenizers does around a normalizer: tokens in the text, NFC between, tokens in that
             added_.split(
@@ -276,6 +300,19 @@ private:
         return bytes;
     }
 
+    // The key a token's text has in ids_: its bytes (byte-level), or the text itself (characters).
+    std::optional<std::string> key_of(std::string_view token) const {
+        if (options_.alphabet == Alphabet::byte_level) return from_byte_level(token);
+        if (utf8::first_invalid(token) != token.size()) return std::nullopt;
+        return std::string(token);
+    }
+    static constexpr std::string_view space_mark = sentencepiece::space_mark;
+    // What a characters-alphabet token decodes to: ▁ as a space, <0xNN> as its byte.
+    static std::string surface(std::string_view token) {
+        if (const auto b = sentencepiece::byte_of(token)) return std::string(1, static_cast<char>(*b));
+        return sentencepiece::with_spaces(token);
+    }
+
     // BPE tokens in byte-level text with their ids, and the added tokens: together each id of
     // 0 .. n-1 once.
     void set_vocabulary(std::span<const VocabEntry> vocab, std::vector<AddedToken> added, const std::string& name) {
@@ -292,15 +329,19 @@ private:
             seen[static_cast<std::size_t>(id)] = true;
             return static_cast<std::size_t>(id);
         };
+        const bool characters = options_.alphabet == Alphabet::characters;
+        if (characters) texts_.assign(n, {});
         for (const auto& [token, id] : vocab) {
             const std::size_t index = claim(id, token);
-            const auto bytes = from_byte_level(token);
-            if (!bytes) {
+            const auto key = key_of(token);
+            if (!key) {
                 throw FormatError(name + ": token \"" + std::string(token) + "\" (id " + std::to_string(id) +
-                                  ") has a character outside GPT-2's byte-level alphabet");
+                                  (characters ? ") is not valid UTF-8" : ") has a character outside GPT-2's byte-level alphabet"));
             }
-            if (!ids_.emplace(*bytes, static_cast<TokenId>(id)).second) throw FormatError(name + ": token \"" + std::string(token) + "\" appears twice");
-            bytes_[index] = *bytes;
+            if (!ids_.emplace(*key, static_cast<TokenId>(id)).second) throw FormatError(name + ": token \"" + std::string(token) + "\" appears twice");
+            bytes_[index] = characters ? surface(token) : *key;
+            if (characters) texts_[index] = token;
+            if (characters && sentencepiece::joins_words(token)) word_by_word_ = false;
         }
         for (const AddedToken& t : added) {
             const std::size_t index = claim(t.id, t.text);
@@ -312,6 +353,24 @@ private:
             bytes_[static_cast<std::size_t>(t.id)].clear();
         }
         added_ = AddedTokens(std::move(added));
+        if (characters) {  // byte fallback's <0xNN> tokens, and the ASCII characters' tokens
+            for (unsigned c = 0; c < 128; ++c) {
+                const char ch = static_cast<char>(c);
+                const auto it = ids_.find(std::string_view(&ch, 1));
+                ascii_ids_[c] = it == ids_.end() ? -1 : it->second;
+            }
+            std::fill(std::begin(byte_ids_), std::end(byte_ids_), -1);
+            for (unsigned b = 0; b < 256; ++b) {
+                char hex[7];
+                std::snprintf(hex, sizeof hex, "<0x%02X>", b);
+                if (const auto it = ids_.find(std::string_view(hex)); it != ids_.end()) byte_ids_[b] = it->second;
+                else if (options_.byte_fallback) throw FormatError(name + ": byte_fallback is set but the token " + hex + " is missing");
+            }
+            if (options_.unknown && (*options_.unknown < 0 || static_cast<std::size_t>(*options_.unknown) >= n)) {
+                throw FormatError(name + ": the unknown token's id " + std::to_string(*options_.unknown) + " is outside the vocabulary");
+            }
+            return;
+        }
         for (unsigned b = 0; b < 256; ++b) {
             const auto it = ids_.find(std::string(1, static_cast<char>(b)));
             if (it == ids_.end()) {
@@ -347,7 +406,7 @@ private:
         add_merge(line.substr(0, space), line.substr(space + 1), where);
     }
     void add_merge(std::string_view left_text, std::string_view right_text, const std::string& where) {
-        const auto left = from_byte_level(left_text), right = from_byte_level(right_text);
+        const auto left = key_of(left_text), right = key_of(right_text);
         const auto a = left ? ids_.find(*left) : ids_.end(), b = right ? ids_.find(*right) : ids_.end();
         const auto merged = a != ids_.end() && b != ids_.end() ? ids_.find(*left + *right) : ids_.end();
         if (merged == ids_.end()) {
@@ -408,32 +467,108 @@ private:
         });
     }
 
+    // The characters alphabet: ▁ for spaces (and before the text where the options say), then
+    // BPE over the whole part from its characters (no pre-tokenizer, as the files configure it).
+    void encode_characters(std::string_view part, bool at_start, std::vector<TokenId>& out) const {
+        std::string s;
+        s.reserve(part.size() + space_mark.size());
+        const bool starts_with_space = part.starts_with(' ') || part.starts_with(space_mark);  // already ▁ once replaced
+        switch (options_.space_prefix) {
+            case SpacePrefix::never: break;
+            case SpacePrefix::every_part: s += space_mark; break;
+            case SpacePrefix::metaspace_always:
+                if (!starts_with_space) s += space_mark;
+                break;
+            case SpacePrefix::metaspace_first:
+                if (!starts_with_space && at_start) s += space_mark;
+                break;
+        }
+        for (const char c : part) {
+            if (c == ' ') s += space_mark;
+            else s += c;
+        }
+        if (options_.ignore_merges) {
+            if (const auto whole = ids_.find(s); whole != ids_.end()) return out.push_back(whole->second);
+        }
+        if (!word_by_word_) return encode_characters_word(s, out);
+        WordCache cache;
+        sentencepiece::for_each_word(s, [&](std::string_view word) {
+            if (const auto hit = cache.find(word); hit != cache.end()) {
+                out.insert(out.end(), hit->second.begin(), hit->second.end());
+                return;
+            }
+            const std::size_t before = out.size();
+            encode_characters_word(word, out);
+            if (word.size() <= 256) cache.emplace(word, std::vector<TokenId>(out.begin() + static_cast<std::ptrdiff_t>(before), out.end()));
+        });
+    }
+    // The characters alphabet's BPE over one ▁-marked word (or a whole part).
+    void encode_characters_word(std::string_view s, std::vector<TokenId>& out) const {
+        std::vector<TokenId> symbols;
+        symbols.reserve(s.size());
+        bool last_unknown = false;
+        for (std::size_t at = 0; at < s.size();) {
+            const auto lead = static_cast<unsigned char>(s[at]);
+            if (lead < 0x80 && ascii_ids_[lead] >= 0) {  // most characters: no hashing
+                symbols.push_back(ascii_ids_[lead]);
+                last_unknown = false;
+                ++at;
+                continue;
+            }
+            const std::size_t n = utf8::decode_one(s, at).length;  // valid: checked before
+            const std::string_view ch = s.substr(at, n);
+            at += n;
+            if (const auto it = ids_.find(ch); it != ids_.end()) {
+                symbols.push_back(it->second);
+                last_unknown = false;
+                continue;
+            }
+            if (options_.byte_fallback) {
+                for (const char b : ch) symbols.push_back(byte_ids_[static_cast<unsigned char>(b)]);
+                last_unknown = false;
+                continue;
+            }
+            if (!options_.unknown) {
+                throw TokenizerError("the text holds '" + std::string(ch) + "', which the vocabulary has neither as a token nor as an unknown token");
+            }
+            if (!(options_.fuse_unknown && last_unknown)) symbols.push_back(*options_.unknown);
+            last_unknown = true;
+        }
+        merge_symbols(symbols, out);
+    }
+
     // Appends the BPE tokens of one piece. Each symbol keeps at most one candidate merge, the
     // pair it forms with its right neighbour, in an indexed min-heap ordered by (rank, position):
     // a merge updates the two candidates it touches in place, so nothing stale accumulates and
     // memory stays at 24 bytes per byte of the piece (for a piece of many megabytes, one long
     // run of a repeated character, say).
     void merge(std::string_view piece, std::vector<TokenId>& out) const {
-        const std::size_t n = piece.size();
-        if (n == 1) {
-            out.push_back(byte_ids_[static_cast<unsigned char>(piece[0])]);
-            return;
-        }
+        if (piece.size() == 1) return out.push_back(byte_ids_[static_cast<unsigned char>(piece[0])]);
+        merge_symbols(piece.size(), [&](std::size_t i) { return byte_ids_[static_cast<unsigned char>(piece[i])]; }, out);
+    }
+    void merge_symbols(const std::vector<TokenId>& initial, std::vector<TokenId>& out) const {
+        if (initial.size() <= 1) return out.insert(out.end(), initial.begin(), initial.end()), void();
+        merge_symbols(initial.size(), [&](std::size_t i) { return initial[i]; }, out);
+    }
+
+    // BPE over n symbols (initial(i): the i-th one's token id), appended to out.
+    template <class Initial>
+    void merge_symbols(std::size_t n, Initial initial, std::vector<TokenId>& out) const {
         if (n > static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max())) {
             throw TokenizerError("a single pre-token of " + std::to_string(n) + " bytes is longer than the " +
                                  std::to_string(std::numeric_limits<std::int32_t>::max()) + " bytes BPE can index");
         }
+        thread_local MergeScratch reused;
+        MergeScratch own;
+        MergeScratch& scratch = n <= reused_scratch_symbols ? reused : own;
         constexpr std::int32_t none = -1;
-        struct Symbol {
-            TokenId id;
-            std::int32_t prev, next;  // none at the ends
-        };
-        std::vector<Symbol> symbols(n);
+        std::vector<Symbol>& symbols = scratch.symbols;
+        symbols.resize(n);
         for (std::size_t i = 0; i < n; ++i) {
-            symbols[i] = {byte_ids_[static_cast<unsigned char>(piece[i])], static_cast<std::int32_t>(i) - 1,
-                          i + 1 < n ? static_cast<std::int32_t>(i + 1) : none};
+            symbols[i] = {initial(i), static_cast<std::int32_t>(i) - 1, i + 1 < n ? static_cast<std::int32_t>(i + 1) : none};
         }
-        MergeHeap heap(n);
+        MergeHeap& heap = scratch.heap;
+        heap.reset(n);
         const auto candidate = [&](std::int32_t left) {  // refreshes the pair starting at `left`
             if (left == none) return;
             const std::int32_t right = symbols[static_cast<std::size_t>(left)].next;
@@ -464,7 +599,13 @@ private:
     class MergeHeap {
     public:
         static constexpr std::int32_t no_rank = -1;
-        explicit MergeHeap(std::size_t n) : rank_(n, no_rank), slot_(n, -1) { heap_.reserve(n); }
+        // Empty, for positions 0 .. n-1.
+        void reset(std::size_t n) {
+            rank_.assign(n, no_rank);
+            slot_.assign(n, -1);
+            heap_.clear();
+            heap_.reserve(n);
+        }
         bool empty() const noexcept { return heap_.empty(); }
         std::int32_t top() const noexcept { return heap_.front(); }
         // Gives position i the rank `rank`, or takes it out of the heap with no_rank.
@@ -518,9 +659,25 @@ private:
         std::vector<std::int32_t> rank_, slot_, heap_;
     };
 
+    struct Symbol {
+        TokenId id;
+        std::int32_t prev, next;  // -1 at the ends
+    };
+    // Scratch for a merge: reused by each thread for pieces up to 4,096 symbols (most are a few),
+    // so that a word costs no allocation; a longer piece has its own, freed when it is done.
+    struct MergeScratch {
+        std::vector<Symbol> symbols;
+        MergeHeap heap;
+    };
+    static constexpr std::size_t reused_scratch_symbols = 4096;
+
+
     Options options_;
     std::vector<std::string> bytes_;  // id -> raw bytes (an added token's text)
     std::vector<TokenType> types_;
+    std::vector<std::string> texts_;  // the characters alphabet: each token as written ("▁the")
+    bool word_by_word_ = true;        // the characters alphabet: no token joins words (sentencepiece::joins_words)
+    std::array<TokenId, 128> ascii_ids_{};  // the characters alphabet: each ASCII character's token, -1: none
     std::vector<Inert> inert_;
     AddedTokens added_;
     std::vector<TokenId> stop_ids_;

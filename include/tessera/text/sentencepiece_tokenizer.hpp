@@ -27,6 +27,7 @@
 #include <tessera/core/error.hpp>     // FormatError, TokenizerError
 #include <tessera/core/token_id.hpp>  // TokenId
 #include <tessera/text/added_tokens.hpp>  // AddedTokens
+#include <tessera/text/sentencepiece_pieces.hpp>  // space_mark, byte_of, with_spaces
 #include <tessera/text/tokenizer.hpp>  // Tokenizer, SpecialTokens
 #include <tessera/text/utf8.hpp>      // first_invalid, decode_one
 
@@ -71,6 +72,7 @@ public:
             }
             if (type == PieceType::normal || type == PieceType::user_defined || type == PieceType::unused) {
                 mergeable_.emplace(pieces[i], id);
+                if (sentencepiece::joins_words(pieces[i])) word_by_word_ = false;
             } else if (type == PieceType::control && !pieces[i].empty()) {
                 controls.push_back({pieces[i], id, true});
             }
@@ -98,7 +100,8 @@ public:
     std::optional<TokenId> prompt_start() const override { return options_.add_bos ? options_.bos : std::nullopt; }
 
 private:
-    static constexpr std::string_view space_mark = "\xE2\x96\x81";  // U+2581 ▁
+    static constexpr std::string_view space_mark = sentencepiece::space_mark;
+    static std::optional<unsigned> byte_of(std::string_view piece) { return sentencepiece::byte_of(piece); }
 
     // What a token decodes to: ▁ as a space, <0xNN> as its byte, a control token as nothing,
     // the unknown token as sentencepiece shows it (" ⁇ ").
@@ -109,25 +112,7 @@ private:
             const auto b = byte_of(piece);
             return b ? std::string(1, static_cast<char>(*b)) : piece;
         }
-        std::string out;
-        for (std::size_t at = 0; at < piece.size();) {
-            if (piece.compare(at, space_mark.size(), space_mark) == 0) {
-                out += ' ';
-                at += space_mark.size();
-            } else {
-                out += piece[at++];
-            }
-        }
-        return out;
-    }
-    static std::optional<unsigned> byte_of(std::string_view piece) {
-        if (piece.size() != 6 || piece.substr(0, 3) != "<0x" || piece[5] != '>') return std::nullopt;
-        const auto hex = [](char c) -> int {
-            return c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10 : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-        };
-        const int hi = hex(piece[3]), lo = hex(piece[4]);
-        if (hi < 0 || lo < 0) return std::nullopt;
-        return static_cast<unsigned>(hi * 16 + lo);
+        return sentencepiece::with_spaces(piece);
     }
 
     std::vector<TokenId> encode_ids(std::string_view text, SpecialTokens special) const override {
@@ -164,6 +149,21 @@ private:
             if (c == ' ') s += space_mark;
             else s += c;
         }
+        if (!word_by_word_) return encode_word(s, ids);
+        std::unordered_map<std::string_view, std::vector<TokenId>> cache;
+        sentencepiece::for_each_word(s, [&](std::string_view word) {
+            if (const auto hit = cache.find(word); hit != cache.end()) {
+                ids.insert(ids.end(), hit->second.begin(), hit->second.end());
+                return;
+            }
+            const std::size_t before = ids.size();
+            encode_word(word, ids);
+            if (word.size() <= 256) cache.emplace(word, std::vector<TokenId>(ids.begin() + static_cast<std::ptrdiff_t>(before), ids.end()));
+        });
+    }
+
+    // BPE over one ▁-marked word (or a whole text).
+    void encode_word(std::string_view s, std::vector<TokenId>& ids) const {
         std::vector<Symbol> symbols;
         for (std::size_t at = 0; at < s.size();) {
             const std::size_t n = utf8::decode_one(s, at).length;  // valid: checked before
@@ -225,6 +225,7 @@ private:
     std::vector<std::string> bytes_;  // what each token decodes to
     std::unordered_map<std::string, TokenId, Hash, std::equal_to<>> mergeable_;
     AddedTokens controls_;  // matched in text only with SpecialTokens::allowed
+    bool word_by_word_ = true;  // no piece joins words (sentencepiece::joins_words)
     std::array<TokenId, 256> byte_ids_{};  // <0xNN>'s id by byte, -1: none
 };
 

@@ -4,6 +4,10 @@
 //
 //   model          BPE (vocab, merges as "a b" or ["a", "b"], ignore_merges; no dropout,
 //                  no subword prefix or suffix)
+//
+// and SentencePiece-style BPE as transformers converts Llama 2 / Mistral / TinyLlama tokenizers:
+// the Prepend("▁") + Replace(" ", "▁") normalizer, or a Metaspace pre-tokenizer (prepend_scheme
+// always, first or never), with byte_fallback, unk_token and fuse_unk. For byte-level BPE:
 //   pre_tokenizer  ByteLevel (GPT-2's pattern)                        -> gpt2
 //                  Sequence [Split (Llama 3's pattern), ByteLevel]     -> llama3
 //                  Sequence [Split (Qwen2's pattern), ByteLevel]       -> qwen2
@@ -116,6 +120,49 @@ private:
     std::string where_;
 };
 
+// Whether the file is SentencePiece-style BPE, and where it puts ▁ before the text: the Prepend
+// normalizer (transformers' legacy Llama conversion: every part between added tokens), or the
+// Metaspace pre-tokenizer (prepend_scheme always / first / never; not split into words).
+inline std::optional<BpeTokenizer::SpacePrefix> metaspace(const Reader& r, const io::JsonValue* normalizer, const io::JsonValue* pre) {
+    using Prefix = BpeTokenizer::SpacePrefix;
+    const auto type_is = [](const io::JsonValue* v, std::string_view t) {
+        const io::JsonValue* type = v && v->is_object() ? v->find("type") : nullptr;
+        return type && type->is_string() && type->as_string() == t;
+    };
+    const auto is_null = [](const io::JsonValue* v) { return !v || v->is_null(); };
+    const std::string mark = "\xE2\x96\x81";
+    if (type_is(normalizer, "Sequence") && is_null(pre)) {
+        const io::JsonValue& steps = r.member(*normalizer, "normalizers", "normalizer");
+        bool prepend = false, replace = false;
+        for (std::size_t i = 0; steps.is_array() && i < steps.elements().size(); ++i) {
+            const io::JsonValue& step = steps.elements()[i];
+            const std::string path = "normalizer.normalizers[" + std::to_string(i) + "]";
+            if (type_is(&step, "Prepend") && r.string(step, "prepend", path) == mark) {
+                prepend = true;
+            } else if (type_is(&step, "Replace") && r.string(step, "content", path) == mark && r.member(step, "pattern", path).find("String") &&
+                       r.member(step, "pattern", path).find("String")->is_string() &&
+                       r.member(step, "pattern", path).find("String")->as_string() == " ") {
+                replace = true;
+            } else {
+                r.fail(path + " " + step.describe() + " is not supported here (SentencePiece's Prepend and Replace of \" \" are)");
+            }
+        }
+        if (!replace) r.fail("normalizer is a Sequence without the Replace of \" \" by \"" + mark + "\": not supported here");
+        return prepend ? Prefix::every_part : Prefix::never;
+    }
+    if (!type_is(pre, "Metaspace")) return std::nullopt;
+    if (!is_null(normalizer)) r.fail("a Metaspace pre-tokenizer with a normalizer: not supported here");
+    if (r.string(*pre, "replacement", "pre_tokenizer") != mark) r.fail("pre_tokenizer.replacement is not \"" + mark + "\"");
+    if (r.flag(*pre, "split", false, "pre_tokenizer")) r.fail("pre_tokenizer.split is true: not supported here");
+    if (const io::JsonValue* scheme = pre->find("prepend_scheme"); scheme && scheme->is_string()) {
+        if (scheme->as_string() == "always") return Prefix::metaspace_always;
+        if (scheme->as_string() == "first") return Prefix::metaspace_first;
+        if (scheme->as_string() == "never") return Prefix::never;
+        r.fail("pre_tokenizer.prepend_scheme is " + scheme->as_string() + ": not supported here");
+    }
+    return r.flag(*pre, "add_prefix_space", true, "pre_tokenizer") ? Prefix::metaspace_always : Prefix::never;
+}
+
 // A special token named in tokenizer_config.json: a string or {"content": ...}.
 inline std::optional<std::string> config_token(const io::JsonValue& config, std::string_view key) {
     const io::JsonValue* v = config.is_object() ? config.find(key) : nullptr;
@@ -143,17 +190,32 @@ inline BpeTokenizer tokenizer_from_json(std::string_view json_text, const std::s
     r.require_unset(model, "dropout", "model");
     r.require_unset(model, "continuing_subword_prefix", "model", "");
     r.require_unset(model, "end_of_word_suffix", "model", "");
-    if (r.flag(model, "byte_fallback", false, "model")) r.fail("model.byte_fallback is true: byte-level BPE needs no byte fallback");
+
     BpeTokenizer::Options options;
-    if (const io::JsonValue* n = json.find("normalizer"); n && !n->is_null()) {
-        const io::JsonValue* type = n->is_object() ? n->find("type") : nullptr;
-        if (!type || !type->is_string() || type->as_string() != "NFC") {
-            r.fail("normalizer " + (type ? type->describe() : n->describe()) + " is not supported here (NFC is)");
-        }
-        options.nfc = true;
-    }
-    options.pre = r.pre_tokenizer(r.member(json, "pre_tokenizer", "the file"));
     options.ignore_merges = r.flag(model, "ignore_merges", false, "model");
+    const io::JsonValue* normalizer = json.find("normalizer");
+    const io::JsonValue* pre = json.find("pre_tokenizer");
+    const auto type_of = [](const io::JsonValue* v) -> std::string {
+        const io::JsonValue* t = v && v->is_object() ? v->find("type") : nullptr;
+        return t && t->is_string() ? t->as_string() : std::string();
+    };
+    if (const auto scheme = tokenizer_json::metaspace(r, normalizer, pre)) {
+        // SentencePiece-style BPE (Llama 2, Mistral, TinyLlama as transformers converts them).
+        options.alphabet = BpeTokenizer::Alphabet::characters;
+        options.space_prefix = *scheme;
+        options.byte_fallback = r.flag(model, "byte_fallback", false, "model");
+        options.fuse_unknown = r.flag(model, "fuse_unk", false, "model");
+    } else {
+        if (r.flag(model, "byte_fallback", false, "model")) r.fail("model.byte_fallback is true: byte-level BPE needs no byte fallback");
+        if (normalizer && !normalizer->is_null()) {
+            if (type_of(normalizer) != "NFC") {
+                r.fail("normalizer " + (type_of(normalizer).empty() ? normalizer->describe() : "\"" + type_of(normalizer) + "\"") +
+                       " is not supported here (NFC is, and SentencePiece's Prepend + Replace)");
+            }
+            options.nfc = true;
+        }
+        options.pre = r.pre_tokenizer(r.member(json, "pre_tokenizer", "the file"));
+    }
 
     std::vector<std::pair<std::string, std::int64_t>> vocab;
     const io::JsonValue& vocab_json = r.member(model, "vocab", "model");
@@ -238,6 +300,7 @@ inline BpeTokenizer tokenizer_from_json(std::string_view json_text, const std::s
         }
         throw FormatError(what + " names \"" + text + "\", which is not in " + name);
     };
+    if (const io::JsonValue* unk = model.find("unk_token"); unk && unk->is_string()) options.unknown = id_of(unk->as_string(), name + " model.unk_token");
     if (template_bos) {
         options.bos = id_of(*template_bos, name + " post_processor");
         options.add_bos = true;

@@ -483,24 +483,12 @@ private:
                 if (!starts_with_space && at_start) s += space_mark;
                 break;
         }
-        for (const char c : part) {
-            if (c == ' ') s += space_mark;
-            else s += c;
-        }
+        sentencepiece::append_marked(s, part);
         if (options_.ignore_merges) {
             if (const auto whole = ids_.find(s); whole != ids_.end()) return out.push_back(whole->second);
         }
         if (!word_by_word_) return encode_characters_word(s, out);
-        WordCache cache;
-        sentencepiece::for_each_word(s, [&](std::string_view word) {
-            if (const auto hit = cache.find(word); hit != cache.end()) {
-                out.insert(out.end(), hit->second.begin(), hit->second.end());
-                return;
-            }
-            const std::size_t before = out.size();
-            encode_characters_word(word, out);
-            if (word.size() <= 256) cache.emplace(word, std::vector<TokenId>(out.begin() + static_cast<std::ptrdiff_t>(before), out.end()));
-        });
+        sentencepiece::encode_word_by_word(s, out, [&](std::string_view word, std::vector<TokenId>& ids) { encode_characters_word(word, ids); });
     }
     // The characters alphabet's BPE over one ▁-marked word (or a whole part).
     void encode_characters_word(std::string_view s, std::vector<TokenId>& out) const {

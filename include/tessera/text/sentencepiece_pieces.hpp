@@ -2,9 +2,13 @@
 // How SentencePiece-style vocabularies write text in their pieces, shared by
 // SentencePieceTokenizer and BpeTokenizer's characters alphabet: U+2581 (▁) for a space, and
 // "<0xNN>" for a byte that byte fallback gives on its own.
-#include <optional>     // std::optional
-#include <string>       // std::string
-#include <string_view>  // std::string_view
+#include <optional>       // std::optional
+#include <string>         // std::string
+#include <string_view>    // std::string_view
+#include <unordered_map>  // std::unordered_map
+#include <vector>         // std::vector
+
+#include <tessera/core/token_id.hpp>  // TokenId
 
 namespace tessera::sentencepiece {
 
@@ -20,6 +24,14 @@ inline std::optional<unsigned> byte_of(std::string_view piece) {
         v = v * 16 + static_cast<unsigned>(d);
     }
     return v;
+}
+
+// Appends text with each space as ▁.
+inline void append_marked(std::string& out, std::string_view text) {
+    for (const char c : text) {
+        if (c == ' ') out += space_mark;
+        else out += c;
+    }
 }
 
 // A piece's text with each ▁ as a space.
@@ -63,6 +75,22 @@ void for_each_word(std::string_view s, Word&& word) {
         }
     }
     if (start < s.size()) word(s.substr(start));
+}
+
+// Encodes a ▁-marked text word by word, encode_word(word, out) once for each distinct word of
+// up to 256 bytes (words repeat; long ones hardly ever do).
+template <class EncodeWord>
+void encode_word_by_word(std::string_view s, std::vector<TokenId>& out, EncodeWord&& encode_word) {
+    std::unordered_map<std::string_view, std::vector<TokenId>> cache;
+    for_each_word(s, [&](std::string_view word) {
+        if (const auto hit = cache.find(word); hit != cache.end()) {
+            out.insert(out.end(), hit->second.begin(), hit->second.end());
+            return;
+        }
+        const std::size_t before = out.size();
+        encode_word(word, out);
+        if (word.size() <= 256) cache.emplace(word, std::vector<TokenId>(out.begin() + static_cast<std::ptrdiff_t>(before), out.end()));
+    });
 }
 
 }  // namespace tessera::sentencepiece

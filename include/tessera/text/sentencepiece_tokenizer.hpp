@@ -145,21 +145,9 @@ private:
         if (text.empty()) return;
         std::string s;
         if (with_prefix && options_.add_space_prefix) s += space_mark;
-        for (const char c : text) {
-            if (c == ' ') s += space_mark;
-            else s += c;
-        }
+        sentencepiece::append_marked(s, text);
         if (!word_by_word_) return encode_word(s, ids);
-        std::unordered_map<std::string_view, std::vector<TokenId>> cache;
-        sentencepiece::for_each_word(s, [&](std::string_view word) {
-            if (const auto hit = cache.find(word); hit != cache.end()) {
-                ids.insert(ids.end(), hit->second.begin(), hit->second.end());
-                return;
-            }
-            const std::size_t before = ids.size();
-            encode_word(word, ids);
-            if (word.size() <= 256) cache.emplace(word, std::vector<TokenId>(ids.begin() + static_cast<std::ptrdiff_t>(before), ids.end()));
-        });
+        sentencepiece::encode_word_by_word(s, ids, [&](std::string_view word, std::vector<TokenId>& out) { encode_word(word, out); });
     }
 
     // BPE over one ▁-marked word (or a whole text).

@@ -98,6 +98,13 @@ TEST_CASE("tokenizer.json: each style loads with its pre-tokenizer, BOS and stop
     CHECK(smollm.token_text(3) == "Ā");  // the byte alphabet (byte 0 first) after the three specials
     CHECK(style("gpt2").options().pre == PreTokenizer::gpt2);
     CHECK(style("gpt2").vocab_size() == 1760);
+    // A model whose vocabulary transformers padded (Qwen's) belongs with its tokenizer.json; a
+    // smaller one does not, and vocab.json + merges.txt stay exact.
+    CHECK_NOTHROW(qwen2.check_vocab_size(qwen2.vocab_size()));
+    CHECK_NOTHROW(qwen2.check_vocab_size(qwen2.vocab_size() + 271));
+    CHECK_THROWS_WITH(qwen2.check_vocab_size(qwen2.vocab_size() - 1), Catch::Contains("do not belong together"));
+    CHECK_THROWS_WITH(qwen2.token_bytes(static_cast<TokenId>(qwen2.vocab_size())), Catch::Contains("outside the vocabulary"));
+    CHECK_THROWS_AS(test::gpt2().check_vocab_size(50304), TokenizerError);
 }
 
 TEST_CASE("tokenizer.json: the reference's ids for each style's pre-tokenizer", "[tokenizer][tokenizer_json]") {
@@ -219,6 +226,20 @@ TEST_CASE("GGUF byte-level tokenizers: the pre-tokenizer by name, types, stop id
         const std::string text = "Hello <|im_end|> 12345 WE'LL 北京 👩‍👩‍👧‍👦\n\n  x<tool_call>";
         CHECK(read.encode(text) == original.encode(text));
         CHECK(read.encode(text, SpecialTokens::allowed) == original.encode(text, SpecialTokens::allowed));
+    }
+    {  // a model padded past its tokenizer (Qwen's): "[PAD<id>]" tokens of type unused, as llama.cpp's converter writes
+        const BpeTokenizer& qwen2 = style("qwen2");
+        io::GgufWriter w;
+        w.add_string("general.architecture", "qwen2");
+        add_bpe_tokenizer(w, qwen2, qwen2.vocab_size() + 10);
+        w.write(path);
+        const BpeTokenizer padded = tokenizer_from_gguf(io::GgufFile(path));
+        const auto first_pad = static_cast<TokenId>(qwen2.vocab_size());
+        CHECK(padded.vocab_size() == qwen2.vocab_size() + 10);
+        CHECK(padded.token_type(first_pad) == TokenType::unused);
+        CHECK(padded.token_bytes(first_pad).empty());
+        CHECK(padded.token_text(first_pad) == "[PAD" + std::to_string(first_pad) + "]");
+        CHECK(padded.encode("Hello <|im_end|> 123", SpecialTokens::allowed) == qwen2.encode("Hello <|im_end|> 123", SpecialTokens::allowed));
     }
     write(style("llama3"), "falcon-h2");
     CHECK_THROWS_WITH(tokenizer_from_gguf(io::GgufFile(path)), Catch::Contains("tokenizer.ggml.pre is 'falcon-h2', a pre-tokenizer not supported"));

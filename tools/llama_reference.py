@@ -57,10 +57,11 @@ CONFIGS = {
     "llama-spm-tiny": ("llama", 2, 64, 4, 2, None, 96, 96, 1000,
                        {"rope_theta": 10000.0, "rms_norm_eps": 1e-5, "tie_word_embeddings": True}),
     # the vocabularies of tests/data/tokenizer_json's Llama 3, Qwen2 and SmolLM styles (their
-    # tokenizer.json beside the checkpoint: make_llama_fixtures.sh)
+    # tokenizer.json beside the checkpoint: make_llama_fixtures.sh); Qwen2's padded by 15 rows
+    # past its 1,761 tokens, as transformers pads Qwen's embeddings
     "llama3-bpe-tiny": ("llama", 2, 64, 4, 2, None, 96, 96, 1767,
                         {"rope_theta": 500000.0, "rms_norm_eps": 1e-5, "tie_word_embeddings": False}),
-    "qwen2-bpe-tiny": ("qwen2", 2, 64, 4, 2, None, 96, 96, 1761,
+    "qwen2-bpe-tiny": ("qwen2", 2, 64, 4, 2, None, 96, 96, 1776,
                        {"rope_theta": 1000000.0, "rms_norm_eps": 1e-6, "tie_word_embeddings": True}),
     "smollm-bpe-tiny": ("llama", 2, 64, 4, 2, None, 96, 96, 1759,
                         {"rope_theta": 100000.0, "rms_norm_eps": 1e-5, "tie_word_embeddings": True}),

@@ -30,7 +30,9 @@ inline io::GgmlType ggml_type_of(WeightFormatId format) noexcept {
 
 // tokenizer.ggml.model "gpt2" with its pre-tokenizer, the tokens and their types, the merges,
 // BOS (GPT-2's: its EOS, as llama.cpp's converter writes it) and EOS, add_bos_token.
-inline void add_bpe_tokenizer(io::GgufWriter& w, const BpeTokenizer& tokenizer) {
+// A model with more rows than the tokenizer has tokens (Qwen's padding) gets "[PAD<id>]" tokens
+// of type unused up to `model_vocab_size`, as llama.cpp's converter writes them.
+inline void add_bpe_tokenizer(io::GgufWriter& w, const BpeTokenizer& tokenizer, std::size_t model_vocab_size = 0) {
     if (tokenizer.options().alphabet != BpeTokenizer::Alphabet::byte_level) {
         throw ArgumentError("a SentencePiece-style tokenizer.json is not written into GGUF files yet (byte-level BPE is)");
     }
@@ -41,6 +43,10 @@ inline void add_bpe_tokenizer(io::GgufWriter& w, const BpeTokenizer& tokenizer) 
     for (std::size_t id = 0; id < tokenizer.vocab_size(); ++id) {
         tokens.push_back(tokenizer.token_text(static_cast<TokenId>(id)));
         types.push_back(static_cast<std::int32_t>(tokenizer.token_type(static_cast<TokenId>(id))));
+    }
+    for (std::size_t id = tokenizer.vocab_size(); id < model_vocab_size; ++id) {
+        tokens.push_back("[PAD" + std::to_string(id) + "]");
+        types.push_back(static_cast<std::int32_t>(TokenType::unused));
     }
     w.add_strings("tokenizer.ggml.tokens", tokens);
     w.add_i32s("tokenizer.ggml.token_type", types);

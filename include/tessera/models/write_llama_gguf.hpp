@@ -112,7 +112,7 @@ inline void write_llama_gguf(const LlamaFiles& files, const BpeTokenizer* tokeni
         for (const auto& [key, _] : source->metadata())
             if (key.starts_with("tokenizer.")) w.add(key, source->value(key));
     } else if (tokenizer != nullptr) {
-        add_bpe_tokenizer(w, *tokenizer);
+        add_bpe_tokenizer(w, *tokenizer, s.vocab_size);
     } else {
         w.add_string("tokenizer.ggml.model", "none");  // llama.cpp then runs on ids, as tessera does
     }

@@ -71,6 +71,7 @@ public:
         bool nfc = false;            // the text between added tokens normalized to NFC first (tokenizer.json's NFC)
         std::optional<TokenId> bos, eos;
         bool add_bos = false;  // prompts start with bos
+        bool model_rows_may_pad = false;  // a tokenizer.json's: the model may have more rows (Qwen's padding)
     };
 
     // Throws FormatError naming the file (and line or token) when a file is missing or corrupt.
@@ -164,6 +165,7 @@ public:
     std::optional<TokenId> bos_id() const { return options_.bos; }
     std::optional<TokenId> prompt_start() const override { return options_.add_bos ? options_.bos : std::nullopt; }
     std::vector<TokenId> stop_ids() const override { return stop_ids_; }
+    bool model_rows_may_pad() const noexcept override { return options_.model_rows_may_pad; }
     // The ▁ put before the text is not part of it (the decoder's Strip).
     bool strips_leading_space() const noexcept override {
         return options_.alphabet == Alphabet::characters && options_.space_prefix != SpacePrefix::never;

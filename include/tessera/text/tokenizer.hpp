@@ -85,13 +85,16 @@ public:
     std::string decode(std::span<const TokenId> ids) const { return utf8::sanitize(decode_bytes(ids)); }
 
     // A tokenizer and a model must agree on the vocabulary size; a mismatch is an error, since
-    // ids would silently mean other tokens.
+    // ids would silently mean other tokens. A model may have more rows than the tokenizer has
+    // tokens where the tokenizer's file says its vocabulary is padded in the model (Qwen's
+    // tokenizer.json: 151,665 tokens, 151,936 rows); decoding an id of those rows is an error.
     void check_vocab_size(std::size_t model_vocab_size) const {
-        if (model_vocab_size != vocab_size()) {
-            throw TokenizerError("the tokenizer has " + std::to_string(vocab_size()) + " tokens but the model's vocab_size is " +
-                                 std::to_string(model_vocab_size) + ": they do not belong together");
-        }
+        if (model_vocab_size == vocab_size() || (model_vocab_size > vocab_size() && model_rows_may_pad())) return;
+        throw TokenizerError("the tokenizer has " + std::to_string(vocab_size()) + " tokens but the model's vocab_size is " +
+                             std::to_string(model_vocab_size) + ": they do not belong together");
     }
+    // Whether the model's vocabulary may be padded past the tokenizer's (check_vocab_size).
+    virtual bool model_rows_may_pad() const noexcept { return false; }
 
 protected:
     Tokenizer() = default;

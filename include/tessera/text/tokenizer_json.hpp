@@ -193,6 +193,9 @@ inline BpeTokenizer tokenizer_from_json(std::string_view json_text, const std::s
 
     BpeTokenizer::Options options;
     options.ignore_merges = r.flag(model, "ignore_merges", false, "model");
+    // transformers pads a model's embedding past its tokenizer's tokens (Qwen2/2.5/3: to 151,936);
+    // those rows are no token of the file.
+    options.model_rows_may_pad = true;
     const io::JsonValue* normalizer = json.find("normalizer");
     const io::JsonValue* pre = json.find("pre_tokenizer");
     const auto type_of = [](const io::JsonValue* v) -> std::string {

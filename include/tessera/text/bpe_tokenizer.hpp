@@ -30,6 +30,7 @@
 #include <string>         // std::string
 #include <string_view>    // std::string_view
 #include <unordered_map>  // std::unordered_map
+#include <unordered_set>  // std::unordered_set
 #include <utility>        // std::pair
 #include <vector>         // std::vector
 
@@ -44,6 +45,7 @@
 #include <tessera/text/sentencepiece_pieces.hpp>  // space_mark, byte_of, with_spaces
 #include <tessera/text/tokenizer.hpp>     // Tokenizer, SpecialTokens, TokenType
 #include <tessera/text/utf8.hpp>          // append, decode_one, sanitize
+#include <tessera/text/word_cache.hpp>    // WordCache
 
 namespace tessera {
 
@@ -127,7 +129,7 @@ public:
             switch (type) {
                 case 1: vocab.push_back({tokens[i], id}); break;
                 case 3: case 4: added.push_back({tokens[i], id, type == 3}); break;
-                case 2: case 5: added.push_back({{}, id, true}); inert_.push_back({id, static_cast<TokenType>(type), tokens[i]}); break;
+                case 2: case 5: inert_.push_back({id, static_cast<TokenType>(type), tokens[i]}); break;
                 default:
                     throw FormatError(source + " tokenizer.ggml.token_type: token " + std::to_string(i) + " has type " + std::to_string(type) +
                                       (type == 6 ? " (a byte token: SentencePiece's, not byte-level BPE's)" : " (1 to 5 are known)"));
@@ -147,8 +149,8 @@ public:
         : options_(options) {
         std::vector<VocabEntry> entries;
         entries.reserve(vocab.size());
-        std::unordered_map<std::int64_t, bool> added_ids;
-        for (const AddedToken& t : added) added_ids.emplace(t.id, true);
+        std::unordered_set<std::int64_t> added_ids;
+        for (const AddedToken& t : added) added_ids.insert(t.id);
         for (const auto& entry : vocab) {
             if (!added_ids.contains(entry.second)) entries.push_back({entry.first, entry.second});  // else an added token listed in the vocabulary too
         }
@@ -240,7 +242,6 @@ private:
         using is_transparent = void;
         std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
     };
-    using WordCache = std::unordered_map<std::string_view, std::vector<TokenId>>;
 
     std::size_t checked(TokenId id) const {
         if (id < 0 || static_cast<std::size_t>(id) >= bytes_.size()) {
@@ -315,10 +316,10 @@ private:
         return sentencepiece::with_spaces(token);
     }
 
-    // BPE tokens in byte-level text with their ids, and the added tokens: together each id of
-    // 0 .. n-1 once.
+    // BPE tokens in byte-level text with their ids, the added tokens and the inert ones: together
+    // each id of 0 .. n-1 once.
     void set_vocabulary(std::span<const VocabEntry> vocab, std::vector<AddedToken> added, const std::string& name) {
-        const std::size_t n = vocab.size() + added.size();
+        const std::size_t n = vocab.size() + added.size() + inert_.size();
         if (n == 0) throw FormatError(name + ": no tokens");
         bytes_.assign(n, {});
         types_.assign(n, TokenType::normal);
@@ -350,10 +351,7 @@ private:
             bytes_[index] = t.text;
             types_[index] = t.special ? TokenType::control : TokenType::user_defined;
         }
-        for (const Inert& t : inert_) {
-            types_[static_cast<std::size_t>(t.id)] = t.type;
-            bytes_[static_cast<std::size_t>(t.id)].clear();
-        }
+        for (const Inert& t : inert_) types_[claim(t.id, t.text)] = t.type;  // bytes: none
         added_ = AddedTokens(std::move(added));
         if (characters) {  // byte fallback's <0xNN> tokens, and the ASCII characters' tokens
             for (unsigned c = 0; c < 128; ++c) {
@@ -453,20 +451,14 @@ public:
 
 private:
     void encode_text(std::string_view text, std::vector<TokenId>& ids, WordCache& cache) const {
-        pretokenize_valid(options_.pre, text, [&](std::string_view piece) {  // checked in encode_ids
-            if (const auto hit = cache.find(piece); hit != cache.end()) {
-                ids.insert(ids.end(), hit->second.begin(), hit->second.end());
-                return;
-            }
-            const std::size_t before = ids.size();
+        const auto encode_piece = [&](std::string_view piece, std::vector<TokenId>& out) {
             if (const auto whole = options_.ignore_merges ? ids_.find(piece) : ids_.end(); whole != ids_.end()) {
-                ids.push_back(whole->second);
+                out.push_back(whole->second);
             } else {
-                merge(piece, ids);
+                merge(piece, out);
             }
-            // Words repeat; long pieces hardly ever do, and copying them would double their cost.
-            if (piece.size() <= 256) cache.emplace(piece, std::vector<TokenId>(ids.begin() + static_cast<std::ptrdiff_t>(before), ids.end()));
-        });
+        };
+        pretokenize_valid(options_.pre, text, [&](std::string_view piece) { cache.append(piece, ids, encode_piece); });  // checked in encode_ids
     }
 
     // The characters alphabet: ▁ for spaces (and before the text where the options say), then

@@ -5,10 +5,10 @@
 #include <optional>       // std::optional
 #include <string>         // std::string
 #include <string_view>    // std::string_view
-#include <unordered_map>  // std::unordered_map
 #include <vector>         // std::vector
 
 #include <tessera/core/token_id.hpp>  // TokenId
+#include <tessera/text/word_cache.hpp>  // WordCache
 
 namespace tessera::sentencepiece {
 
@@ -77,20 +77,12 @@ void for_each_word(std::string_view s, Word&& word) {
     if (start < s.size()) word(s.substr(start));
 }
 
-// Encodes a ▁-marked text word by word, encode_word(word, out) once for each distinct word of
-// up to 256 bytes (words repeat; long ones hardly ever do).
+// Encodes a ▁-marked text word by word, encode_word(word, out) once for each distinct word
+// (WordCache).
 template <class EncodeWord>
 void encode_word_by_word(std::string_view s, std::vector<TokenId>& out, EncodeWord&& encode_word) {
-    std::unordered_map<std::string_view, std::vector<TokenId>> cache;
-    for_each_word(s, [&](std::string_view word) {
-        if (const auto hit = cache.find(word); hit != cache.end()) {
-            out.insert(out.end(), hit->second.begin(), hit->second.end());
-            return;
-        }
-        const std::size_t before = out.size();
-        encode_word(word, out);
-        if (word.size() <= 256) cache.emplace(word, std::vector<TokenId>(out.begin() + static_cast<std::ptrdiff_t>(before), out.end()));
-    });
+    WordCache cache;
+    for_each_word(s, [&](std::string_view word) { cache.append(word, out, encode_word); });
 }
 
 }  // namespace tessera::sentencepiece

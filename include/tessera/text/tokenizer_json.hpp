@@ -120,15 +120,18 @@ private:
     std::string where_;
 };
 
+// The "type" of a component (a normalizer, a pre-tokenizer), empty where it has none.
+inline std::string type_of(const io::JsonValue* v) {
+    const io::JsonValue* t = v && v->is_object() ? v->find("type") : nullptr;
+    return t && t->is_string() ? t->as_string() : std::string();
+}
+
 // Whether the file is SentencePiece-style BPE, and where it puts ▁ before the text: the Prepend
 // normalizer (transformers' legacy Llama conversion: every part between added tokens), or the
 // Metaspace pre-tokenizer (prepend_scheme always / first / never; not split into words).
 inline std::optional<BpeTokenizer::SpacePrefix> metaspace(const Reader& r, const io::JsonValue* normalizer, const io::JsonValue* pre) {
     using Prefix = BpeTokenizer::SpacePrefix;
-    const auto type_is = [](const io::JsonValue* v, std::string_view t) {
-        const io::JsonValue* type = v && v->is_object() ? v->find("type") : nullptr;
-        return type && type->is_string() && type->as_string() == t;
-    };
+    const auto type_is = [](const io::JsonValue* v, std::string_view t) { return type_of(v) == t; };
     const auto is_null = [](const io::JsonValue* v) { return !v || v->is_null(); };
     const std::string mark = "\xE2\x96\x81";
     if (type_is(normalizer, "Sequence") && is_null(pre)) {
@@ -198,10 +201,7 @@ inline BpeTokenizer tokenizer_from_json(std::string_view json_text, const std::s
     options.model_rows_may_pad = true;
     const io::JsonValue* normalizer = json.find("normalizer");
     const io::JsonValue* pre = json.find("pre_tokenizer");
-    const auto type_of = [](const io::JsonValue* v) -> std::string {
-        const io::JsonValue* t = v && v->is_object() ? v->find("type") : nullptr;
-        return t && t->is_string() ? t->as_string() : std::string();
-    };
+    using tokenizer_json::type_of;
     if (const auto scheme = tokenizer_json::metaspace(r, normalizer, pre)) {
         // SentencePiece-style BPE (Llama 2, Mistral, TinyLlama as transformers converts them).
         options.alphabet = BpeTokenizer::Alphabet::characters;

@@ -8,12 +8,11 @@
 //        --the model's pre-tokenizer (text/pretokenizer.hpp)--> pieces
 //        --bytes as byte-level symbols--> BPE merges by rank --> ids
 //
-// BPE merges the lowest-ranked adjacent pair first, leftmost first among equals: an indexed
-// heap of candidate pairs over a linked list of symbols, O(n log n) time and 24 bytes per byte
-// of a piece, so a million-character piece takes a moment rather than the reference
-// algorithm's quadratic time (same result: a pair containing a token can only rank after the
-// merge that made that token). With ignore_merges (Llama 3) a piece that is itself a token is
-// that token, merges or not.
+// BPE merges the lowest-ranked adjacent pair first, leftmost first among equals
+// (text/bpe_merges.hpp: O(n log n) time and 24 bytes per byte of a piece, so a
+// million-character piece takes a moment rather than the reference algorithm's quadratic time;
+// same result: a pair containing a token can only rank after the merge that made that token).
+// With ignore_merges (Llama 3) a piece that is itself a token is that token, merges or not.
 //
 // Invalid UTF-8 in the text is an error naming its byte offset (TokenizerError); the ids of
 // raw bytes are never guessed.
@@ -24,7 +23,6 @@
 #include <deque>          // std::deque
 #include <filesystem>     // std::filesystem::path
 #include <functional>     // std::hash, std::equal_to
-#include <limits>         // std::numeric_limits
 #include <optional>       // std::optional
 #include <span>           // std::span
 #include <string>         // std::string
@@ -39,6 +37,7 @@
 #include <tessera/io/json.hpp>            // parse_json: vocab.json
 #include <tessera/io/read_only_file.hpp>  // read_whole_file
 #include <tessera/text/added_tokens.hpp>  // AddedTokens
+#include <tessera/text/bpe_merges.hpp>    // BpeMerges
 #include <tessera/text/byte_level.hpp>    // byte_to_char
 #include <tessera/text/normalization.hpp> // nfc
 #include <tessera/text/pretokenizer.hpp>  // pretokenize, PreTokenizer
@@ -213,10 +212,9 @@ public:
     std::vector<std::string> merge_texts() const {
         std::vector<std::pair<std::int32_t, std::string>> ranked;
         ranked.reserve(merges_.size());
-        for (const auto& [key, merge] : merges_) {
-            ranked.emplace_back(merge.rank, token_text(static_cast<TokenId>(key >> 32)) + " " +
-                                                token_text(static_cast<TokenId>(key & 0xffffffffu)));
-        }
+        merges_.for_each([&](TokenId left, TokenId right, const BpeMerges::Merge& merge) {
+            ranked.emplace_back(merge.rank, token_text(left) + " " + token_text(right));
+        });
         std::sort(ranked.begin(), ranked.end());
         std::vector<std::string> out;
         out.reserve(ranked.size());
@@ -233,10 +231,6 @@ private:
         TokenId id;
         TokenType type;
         std::string text;
-    };
-    struct Merge {
-        std::int32_t rank;
-        TokenId result;
     };
     struct Hash {  // lookups by string_view without building a string
         using is_transparent = void;
@@ -256,6 +250,7 @@ private:
             throw TokenizerError("invalid UTF-8 at byte offset " + std::to_string(bad) + " of the text");
         }
         std::vector<TokenId> ids;
+        ids.reserve(text.size() + 1);  // at most a token per byte: never regrown (untouched pages cost nothing)
         std::deque<std::string> normalized;  // outlives the cache, whose keys may point into it
         WordCache cache;
         const auto token = [&](const AddedToken& t) { ids.push_back(t.id); };
@@ -274,10 +269,6 @@ private:
                 token, AddedTokenPass::as_given);
         }
         return ids;
-    }
-
-    static std::uint64_t pair_key(TokenId a, TokenId b) noexcept {
-        return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(a)) << 32) | static_cast<std::uint32_t>(b);
     }
 
     // GPT-2's vocab.json is 1 MB and merges.txt 0.5 MB; vocabularies of 250,000 tokens stay
@@ -414,7 +405,7 @@ private:
                               "\" uses or makes a token that the vocabulary does not have");
         }
         // A pair listed twice keeps its first (highest) rank, as tokenizers does.
-        merges_.emplace(pair_key(a->second, b->second), Merge{static_cast<std::int32_t>(merges_.size()), merged->second});
+        merges_.add(a->second, b->second, static_cast<std::int32_t>(merges_.size()), merged->second);
     }
 
     // Checks the special ids and gathers the ids that end generation: EOS and the end-of-turn
@@ -465,7 +456,7 @@ private:
     // BPE over the whole part from its characters (no pre-tokenizer, as the files configure it).
     void encode_characters(std::string_view part, bool at_start, std::vector<TokenId>& out) const {
         std::string s;
-        s.reserve(part.size() + space_mark.size());
+        s.reserve(sentencepiece::marked_size(part) + space_mark.size());
         const bool starts_with_space = part.starts_with(' ') || part.starts_with(space_mark);  // already ▁ once replaced
         switch (options_.space_prefix) {
             case SpacePrefix::never: break;
@@ -516,142 +507,14 @@ private:
             if (!(options_.fuse_unknown && last_unknown)) symbols.push_back(*options_.unknown);
             last_unknown = true;
         }
-        merge_symbols(symbols, out);
+        merges_.apply(symbols.size(), [&](std::size_t i) { return symbols[i]; }, out);
     }
 
-    // Appends the BPE tokens of one piece. Each symbol keeps at most one candidate merge, the
-    // pair it forms with its right neighbour, in an indexed min-heap ordered by (rank, position):
-    // a merge updates the two candidates it touches in place, so nothing stale accumulates and
-    // memory stays at 24 bytes per byte of the piece (for a piece of many megabytes, one long
-    // run of a repeated character, say).
+    // Appends the BPE tokens of one piece (text/bpe_merges.hpp: the merge loop).
     void merge(std::string_view piece, std::vector<TokenId>& out) const {
-        if (piece.size() == 1) return out.push_back(byte_ids_[static_cast<unsigned char>(piece[0])]);
-        merge_symbols(piece.size(), [&](std::size_t i) { return byte_ids_[static_cast<unsigned char>(piece[i])]; }, out);
-    }
-    void merge_symbols(const std::vector<TokenId>& initial, std::vector<TokenId>& out) const {
-        if (initial.size() <= 1) return out.insert(out.end(), initial.begin(), initial.end()), void();
-        merge_symbols(initial.size(), [&](std::size_t i) { return initial[i]; }, out);
+        merges_.apply(piece.size(), [&](std::size_t i) { return byte_ids_[static_cast<unsigned char>(piece[i])]; }, out);
     }
 
-    // BPE over n symbols (initial(i): the i-th one's token id), appended to out.
-    template <class Initial>
-    void merge_symbols(std::size_t n, Initial initial, std::vector<TokenId>& out) const {
-        if (n > static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max())) {
-            throw TokenizerError("a single pre-token of " + std::to_string(n) + " bytes is longer than the " +
-                                 std::to_string(std::numeric_limits<std::int32_t>::max()) + " bytes BPE can index");
-        }
-        thread_local MergeScratch reused;
-        MergeScratch own;
-        MergeScratch& scratch = n <= reused_scratch_symbols ? reused : own;
-        constexpr std::int32_t none = -1;
-        std::vector<Symbol>& symbols = scratch.symbols;
-        symbols.resize(n);
-        for (std::size_t i = 0; i < n; ++i) {
-            symbols[i] = {initial(i), static_cast<std::int32_t>(i) - 1, i + 1 < n ? static_cast<std::int32_t>(i + 1) : none};
-        }
-        MergeHeap& heap = scratch.heap;
-        heap.reset(n);
-        const auto candidate = [&](std::int32_t left) {  // refreshes the pair starting at `left`
-            if (left == none) return;
-            const std::int32_t right = symbols[static_cast<std::size_t>(left)].next;
-            const auto it = right == none ? merges_.end()
-                                          : merges_.find(pair_key(symbols[static_cast<std::size_t>(left)].id,
-                                                                  symbols[static_cast<std::size_t>(right)].id));
-            heap.set(left, it == merges_.end() ? MergeHeap::no_rank : it->second.rank);
-        };
-        for (std::size_t i = 0; i + 1 < n; ++i) candidate(static_cast<std::int32_t>(i));
-        while (!heap.empty()) {
-            const std::int32_t l = heap.top();
-            Symbol& left = symbols[static_cast<std::size_t>(l)];
-            Symbol& right = symbols[static_cast<std::size_t>(left.next)];
-            left.id = merges_.find(pair_key(left.id, right.id))->second.result;
-            heap.set(left.next, MergeHeap::no_rank);  // the right symbol is gone, and its pair with it
-            left.next = right.next;
-            if (right.next != none) symbols[static_cast<std::size_t>(right.next)].prev = l;
-            candidate(left.prev);
-            candidate(l);
-        }
-        for (std::int32_t i = 0; i != none; i = symbols[static_cast<std::size_t>(i)].next) {
-            out.push_back(symbols[static_cast<std::size_t>(i)].id);
-        }
-    }
-
-    // A binary min-heap of symbol positions keyed by (rank of the symbol's pair, position),
-    // with each position's slot recorded so that its key can change in place.
-    class MergeHeap {
-    public:
-        static constexpr std::int32_t no_rank = -1;
-        // Empty, for positions 0 .. n-1.
-        void reset(std::size_t n) {
-            rank_.assign(n, no_rank);
-            slot_.assign(n, -1);
-            heap_.clear();
-            heap_.reserve(n);
-        }
-        bool empty() const noexcept { return heap_.empty(); }
-        std::int32_t top() const noexcept { return heap_.front(); }
-        // Gives position i the rank `rank`, or takes it out of the heap with no_rank.
-        void set(std::int32_t i, std::int32_t rank) {
-            const auto at = static_cast<std::size_t>(i);
-            const std::int32_t slot = slot_[at];
-            rank_[at] = rank;
-            if (rank == no_rank) {
-                if (slot < 0) return;
-                slot_[at] = -1;
-                const std::int32_t last = heap_.back();
-                heap_.pop_back();
-                if (last == i) return;
-                place(static_cast<std::size_t>(slot), last);
-                restore(static_cast<std::size_t>(slot));
-            } else if (slot < 0) {
-                heap_.push_back(i);
-                slot_[at] = static_cast<std::int32_t>(heap_.size() - 1);
-                restore(heap_.size() - 1);
-            } else {
-                restore(static_cast<std::size_t>(slot));
-            }
-        }
-
-    private:
-        bool before(std::int32_t a, std::int32_t b) const noexcept {
-            const std::int32_t ra = rank_[static_cast<std::size_t>(a)], rb = rank_[static_cast<std::size_t>(b)];
-            return ra != rb ? ra < rb : a < b;  // lowest rank first, leftmost among equals
-        }
-        void place(std::size_t slot, std::int32_t i) noexcept {
-            heap_[slot] = i;
-            slot_[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(slot);
-        }
-        void restore(std::size_t slot) noexcept {  // sift the entry at `slot` up or down
-            const std::int32_t i = heap_[slot];
-            while (slot > 0 && before(i, heap_[(slot - 1) / 2])) {
-                place(slot, heap_[(slot - 1) / 2]);
-                slot = (slot - 1) / 2;
-            }
-            for (;;) {
-                std::size_t child = 2 * slot + 1;
-                if (child >= heap_.size()) break;
-                if (child + 1 < heap_.size() && before(heap_[child + 1], heap_[child])) ++child;
-                if (!before(heap_[child], i)) break;
-                place(slot, heap_[child]);
-                slot = child;
-            }
-            place(slot, i);
-        }
-
-        std::vector<std::int32_t> rank_, slot_, heap_;
-    };
-
-    struct Symbol {
-        TokenId id;
-        std::int32_t prev, next;  // -1 at the ends
-    };
-    // Scratch for a merge: reused by each thread for pieces up to 4,096 symbols (most are a few),
-    // so that a word costs no allocation; a longer piece has its own, freed when it is done.
-    struct MergeScratch {
-        std::vector<Symbol> symbols;
-        MergeHeap heap;
-    };
-    static constexpr std::size_t reused_scratch_symbols = 4096;
 
 
     Options options_;
@@ -664,7 +527,7 @@ private:
     AddedTokens added_;
     std::vector<TokenId> stop_ids_;
     std::unordered_map<std::string, TokenId, Hash, std::equal_to<>> ids_;  // a BPE token's raw bytes -> id
-    std::unordered_map<std::uint64_t, Merge> merges_;  // (left id, right id) -> rank, result
+    BpeMerges merges_;
     TokenId byte_ids_[256] = {};
 };
 

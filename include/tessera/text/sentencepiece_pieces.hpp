@@ -26,6 +26,13 @@ inline std::optional<unsigned> byte_of(std::string_view piece) {
     return v;
 }
 
+// The size of text with each space as ▁.
+inline std::size_t marked_size(std::string_view text) {
+    std::size_t spaces = 0;
+    for (const char c : text) spaces += c == ' ';
+    return text.size() + spaces * (space_mark.size() - 1);
+}
+
 // Appends text with each space as ▁.
 inline void append_marked(std::string& out, std::string_view text) {
     for (const char c : text) {

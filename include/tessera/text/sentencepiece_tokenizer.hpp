@@ -12,11 +12,11 @@
 // control tokens ("<s>", "</s>") never come from text unless SpecialTokens::allowed, and user-
 // defined pieces are merged like normal ones, not matched ahead (no model tessera runs has
 // any). Invalid UTF-8 is a TokenizerError naming its byte offset.
+#include <algorithm>      // std::sort, std::unique, std::lower_bound, std::none_of
 #include <array>          // std::array
 #include <cstdint>        // std::int32_t
-#include <functional>     // std::hash, std::equal_to
+#include <functional>     // std::hash, std::equal_to, std::greater
 #include <optional>       // std::optional
-#include <queue>          // std::priority_queue
 #include <span>           // std::span
 #include <string>         // std::string
 #include <string_view>    // std::string_view
@@ -27,6 +27,7 @@
 #include <tessera/core/error.hpp>     // FormatError, TokenizerError
 #include <tessera/core/token_id.hpp>  // TokenId
 #include <tessera/text/added_tokens.hpp>  // AddedTokens
+#include <tessera/text/bpe_merges.hpp>    // BpeMerges
 #include <tessera/text/sentencepiece_pieces.hpp>  // space_mark, byte_of, with_spaces
 #include <tessera/text/tokenizer.hpp>  // Tokenizer, SpecialTokens
 #include <tessera/text/utf8.hpp>      // first_invalid, decode_one
@@ -83,6 +84,7 @@ public:
             }
         }
         controls_ = AddedTokens(std::move(controls));
+        build_merges();
     }
 
     std::size_t vocab_size() const noexcept override { return bytes_.size(); }
@@ -120,6 +122,7 @@ private:
             throw TokenizerError("the text is not valid UTF-8 (at byte " + std::to_string(at) + ")");
         }
         std::vector<TokenId> ids;
+        ids.reserve(text.size() + 1);  // at most a token per byte: never regrown (untouched pages cost nothing)
         // Control tokens' texts become their ids (only when allowed); each text part gets the
         // dummy prefix, as llama.cpp gives it after every control token.
         controls_.split(
@@ -128,78 +131,112 @@ private:
         return ids;
     }
 
-    struct Symbol {
-        std::size_t begin, size;
-        int prev, next;
-    };
-    struct Candidate {
-        float score;
-        int left, right;
-        std::size_t size;  // the joined piece's bytes: a stale candidate's symbols no longer add up to it
-        bool operator<(const Candidate& o) const noexcept {  // the queue's top: highest score, then leftmost
-            return score != o.score ? score < o.score : left > o.left;
-        }
-    };
-
     void encode_text(std::string_view text, bool with_prefix, std::vector<TokenId>& ids) const {
         if (text.empty()) return;
         std::string s;
+        s.reserve(sentencepiece::marked_size(text) + space_mark.size());
         if (with_prefix && options_.add_space_prefix) s += space_mark;
         sentencepiece::append_marked(s, text);
         if (!word_by_word_) return encode_word(s, ids);
         sentencepiece::encode_word_by_word(s, ids, [&](std::string_view word, std::vector<TokenId>& out) { encode_word(word, out); });
     }
 
-    // BPE over one ▁-marked word (or a whole text).
+    // BPE over one ▁-marked word (or a whole text): its characters' symbols merged by
+    // BpeMerges; a character in no piece never merges, so it ends one run of symbols and is
+    // written as its bytes.
     void encode_word(std::string_view s, std::vector<TokenId>& ids) const {
-        std::vector<Symbol> symbols;
+        thread_local std::vector<TokenId> symbols;
+        symbols.clear();
+        const auto merge_run = [&] {
+            const std::size_t before = ids.size();
+            merges_.apply(symbols.size(), [&](std::size_t i) { return symbols[i]; }, ids);
+            symbols.clear();
+            const auto vocab = static_cast<TokenId>(bytes_.size());
+            if (std::none_of(ids.begin() + static_cast<std::ptrdiff_t>(before), ids.end(), [&](TokenId id) { return id >= vocab; })) return;
+            const std::vector<TokenId> merged(ids.begin() + static_cast<std::ptrdiff_t>(before), ids.end());
+            ids.resize(before);
+            for (const TokenId id : merged) {  // a character of pieces that is no piece itself
+                if (id < vocab) ids.push_back(id);
+                else fall_back(other_chars_[static_cast<std::size_t>(id - vocab)], ids);
+            }
+        };
         for (std::size_t at = 0; at < s.size();) {
             const std::size_t n = utf8::decode_one(s, at).length;  // valid: checked before
-            symbols.push_back({at, n, static_cast<int>(symbols.size()) - 1, static_cast<int>(symbols.size()) + 1});
+            const std::string_view ch = s.substr(at, n);
             at += n;
-        }
-        symbols.back().next = -1;
-        std::priority_queue<Candidate> agenda;
-        const auto consider = [&](int left, int right) {
-            if (left < 0 || right < 0) return;
-            const Symbol& a = symbols[static_cast<std::size_t>(left)];
-            const Symbol& b = symbols[static_cast<std::size_t>(right)];
-            const auto it = mergeable_.find(std::string_view(s).substr(a.begin, a.size + b.size));
-            if (it == mergeable_.end()) return;
-            agenda.push({scores_[static_cast<std::size_t>(it->second)], left, right, a.size + b.size});
-        };
-        for (std::size_t i = 1; i < symbols.size(); ++i) consider(static_cast<int>(i) - 1, static_cast<int>(i));
-        while (!agenda.empty()) {
-            const Candidate c = agenda.top();
-            agenda.pop();
-            Symbol& a = symbols[static_cast<std::size_t>(c.left)];
-            Symbol& b = symbols[static_cast<std::size_t>(c.right)];
-            if (a.size == 0 || b.size == 0 || a.next != c.right || a.size + b.size != c.size) continue;  // stale
-            a.size += b.size;
-            a.next = b.next;
-            if (b.next >= 0) symbols[static_cast<std::size_t>(b.next)].prev = c.left;
-            b.size = 0;
-            consider(a.prev, c.left);
-            consider(c.left, a.next);
-        }
-        for (int i = 0; i >= 0; i = symbols[static_cast<std::size_t>(i)].next) {
-            const Symbol& sym = symbols[static_cast<std::size_t>(i)];
-            const std::string_view piece = std::string_view(s).substr(sym.begin, sym.size);
-            if (const auto it = mergeable_.find(piece); it != mergeable_.end()) {
-                ids.push_back(it->second);
-                continue;
+            if (const std::optional<TokenId> id = symbol_of_char(ch)) {
+                symbols.push_back(*id);
+            } else {
+                merge_run();
+                fall_back(ch, ids);
             }
-            for (const char byte : piece) {  // byte fallback, else the unknown token
-                const TokenId b = byte_ids_[static_cast<unsigned char>(byte)];
-                if (b >= 0) {
-                    ids.push_back(b);
-                } else if (options_.unknown) {
-                    ids.push_back(*options_.unknown);
-                    break;
-                } else {
-                    throw TokenizerError("the text holds '" + std::string(piece) +
-                                         "', which the vocabulary has neither as a piece, as bytes, nor as an unknown token");
-                }
+        }
+        merge_run();
+    }
+
+    // A character that is no piece: its bytes' <0xNN> tokens, else the unknown token.
+    void fall_back(std::string_view ch, std::vector<TokenId>& ids) const {
+        for (const char byte : ch) {
+            const TokenId b = byte_ids_[static_cast<unsigned char>(byte)];
+            if (b >= 0) {
+                ids.push_back(b);
+            } else if (options_.unknown) {
+                ids.push_back(*options_.unknown);
+                return;
+            } else {
+                throw TokenizerError("the text holds '" + std::string(ch) +
+                                     "', which the vocabulary has neither as a piece, as bytes, nor as an unknown token");
+            }
+        }
+    }
+
+    // The symbol a character starts as: its piece, or an id past the vocabulary for a character
+    // that only occurs inside pieces; nullopt for a character in no piece.
+    std::optional<TokenId> symbol_of_char(std::string_view ch) const {
+        if (ch.size() == 1) {
+            const TokenId id = ascii_ids_[static_cast<unsigned char>(ch[0]) & 0x7f];
+            return id >= 0 ? std::optional(id) : std::nullopt;
+        }
+        const auto it = char_ids_.find(ch);
+        return it != char_ids_.end() ? std::optional(it->second) : std::nullopt;
+    }
+    // The symbol a piece's part can be: a mergeable piece, or a single character's symbol.
+    std::optional<TokenId> symbol_of(std::string_view part) const {
+        if (utf8::decode_one(part, 0).length == part.size()) return symbol_of_char(part);
+        const auto it = mergeable_.find(part);
+        return it != mergeable_.end() ? std::optional(it->second) : std::nullopt;
+    }
+
+    // sentencepiece's loop joins the adjacent pair whose concatenation is the highest-scoring
+    // piece, leftmost among equals. As BpeMerges: each way to split a mergeable piece into two
+    // symbols is a merge into it, ranked by the piece's score (equal scores share a rank, so the
+    // leftmost goes first); the same merges in the same order, with ids instead of strings.
+    void build_merges() {
+        ascii_ids_.fill(-1);
+        std::vector<float> ranked;
+        for (const auto& [piece, id] : mergeable_) {
+            ranked.push_back(scores_[static_cast<std::size_t>(id)]);
+            for (std::size_t at = 0; at < piece.size();) {
+                const std::size_t n = utf8::decode_one(piece, at).length;
+                const std::string_view ch = std::string_view(piece).substr(at, n);
+                at += n;
+                if (symbol_of_char(ch)) continue;
+                const auto own = mergeable_.find(ch);
+                TokenId symbol = own != mergeable_.end() ? own->second : static_cast<TokenId>(bytes_.size() + other_chars_.size());
+                if (own == mergeable_.end()) other_chars_.emplace_back(ch);
+                if (n == 1) ascii_ids_[static_cast<unsigned char>(ch[0])] = symbol;
+                else char_ids_.emplace(ch, symbol);
+            }
+        }
+        std::sort(ranked.begin(), ranked.end(), std::greater<>());
+        ranked.erase(std::unique(ranked.begin(), ranked.end()), ranked.end());
+        for (const auto& [piece, id] : mergeable_) {
+            const float score = scores_[static_cast<std::size_t>(id)];
+            const auto rank = static_cast<std::int32_t>(std::lower_bound(ranked.begin(), ranked.end(), score, std::greater<>()) - ranked.begin());
+            const std::string_view whole = piece;
+            for (std::size_t cut = utf8::decode_one(whole, 0).length; cut < whole.size(); cut += utf8::decode_one(whole, cut).length) {
+                const auto left = symbol_of(whole.substr(0, cut)), right = symbol_of(whole.substr(cut));
+                if (left && right) merges_.add(*left, *right, rank, id);
             }
         }
     }
@@ -212,6 +249,10 @@ private:
     std::vector<float> scores_;
     std::vector<std::string> bytes_;  // what each token decodes to
     std::unordered_map<std::string, TokenId, Hash, std::equal_to<>> mergeable_;
+    BpeMerges merges_;
+    std::array<TokenId, 128> ascii_ids_{};  // each ASCII character's symbol, -1: in no piece
+    std::unordered_map<std::string, TokenId, Hash, std::equal_to<>> char_ids_;  // other characters' symbols
+    std::vector<std::string> other_chars_;  // symbol vocab_size() + i: a character that is no piece
     AddedTokens controls_;  // matched in text only with SpecialTokens::allowed
     bool word_by_word_ = true;  // no piece joins words (sentencepiece::joins_words)
     std::array<TokenId, 256> byte_ids_{};  // <0xNN>'s id by byte, -1: none

@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -70,21 +71,20 @@ int main(int argc, char** argv) {
             shape = files.hyperparameters().shape.describe();
         } else {  // a Llama-family model (model_architecture refuses the rest)
             const tessera::LlamaFiles files(model);
-            // A directory's byte-level BPE where it has one (tokenizer.json, or vocab.json and
-            // merges.txt); a GGUF file's tokenizer metadata is copied.
+            // A directory's tokenizer where it has one: tokenizer.model first for "llama", as
+            // llama.cpp's converter takes it, else tokenizer.json or vocab.json and merges.txt;
+            // a GGUF file's tokenizer metadata is copied.
             const std::filesystem::path dir(model);
-            std::optional<tessera::BpeTokenizer> tokenizer;
-            if (!files.gguf() && (std::filesystem::exists(dir / "tokenizer.json") ||
-                                  (std::filesystem::exists(dir / "vocab.json") && std::filesystem::exists(dir / "merges.txt")))) {
-                tokenizer.emplace(tessera::open_tokenizer(model));
-                // SentencePiece-style tokenizer.json: not written as GGUF's "llama" tokenizer yet; the
-                // file then runs on ids, as llama.cpp runs it.
-                if (tokenizer->options().alphabet != tessera::BpeTokenizer::Alphabet::byte_level) {
-                    std::fprintf(stderr, "quantize: %s's SentencePiece-style tokenizer is not written into the GGUF file yet\n", model.c_str());
-                    tokenizer.reset();
+            std::unique_ptr<tessera::Tokenizer> tokenizer;
+            if (!files.gguf()) {
+                if (files.shape().architecture == "llama" && std::filesystem::exists(dir / "tokenizer.model")) {
+                    tokenizer = std::make_unique<tessera::SentencePieceTokenizer>(tessera::sentencepiece_from_model_file(dir / "tokenizer.model"));
+                } else if (std::filesystem::exists(dir / "tokenizer.json") ||
+                           (std::filesystem::exists(dir / "vocab.json") && std::filesystem::exists(dir / "merges.txt"))) {
+                    tokenizer = std::make_unique<tessera::BpeTokenizer>(tessera::open_tokenizer(model));
                 }
             }
-            tessera::write_llama_gguf(files, tokenizer ? &*tokenizer : nullptr, *weights, out, name);
+            tessera::write_llama_gguf(files, tokenizer.get(), *weights, out, name);
             shape = files.shape().describe();
         }
         std::cout << "wrote " << out << ": " << shape << ", matrices " << weights->name() << ", "

@@ -78,6 +78,11 @@ TEST_CASE("SentencePiece BPE: control tokens only where allowed, and streaming k
     parts.push_back(2);
     for (const TokenId id : t.encode("b")) parts.push_back(id);
     CHECK(t.encode("a</s>b", SpecialTokens::allowed) == parts);
+    // The unknown piece's text too, as llama.cpp's parse_special matches it (and only then).
+    REQUIRE(t.options().unknown == 0);
+    const auto unknown = t.encode("<unk>", SpecialTokens::allowed);
+    CHECK(unknown == std::vector<TokenId>{0});
+    CHECK(t.encode("<unk>").size() > 1);
     // A prompt starts with BOS, as the file's add_bos_token asks (generation encodes prompts so).
     auto prompt = t.encode("Hi there");
     prompt.insert(prompt.begin(), 1);

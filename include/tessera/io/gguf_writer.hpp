@@ -75,6 +75,18 @@ public:
         }
         add(key, std::move(v));
     }
+    void add_f32s(const std::string& key, const std::vector<float>& values) {
+        GgufValue v;
+        v.type = GgufValue::Type::array;
+        v.element_type = GgufValue::Type::f32;
+        for (const float x : values) {
+            GgufValue e;
+            e.type = GgufValue::Type::f32;
+            e.real_value = x;
+            v.elements.push_back(e);
+        }
+        add(key, std::move(v));
+    }
 
     // A tensor of `type` with dimensions ne (ggml order: innermost first); produce() returns its
     // bytes when the file is written and must return exactly the size the type and ne imply.

@@ -6,8 +6,8 @@
 // llama_tensor_format), norms and biases in F32. For architecture "llama" the q and k rows of a
 // Hugging Face checkpoint are permuted as the converter does (each head's two halves
 // interleaved: llama.cpp turns adjacent pairs), and a GGUF file's are copied as they lie. The
-// tokenizer: a GGUF file's tokenizer.* metadata as it is, or a directory's byte-level BPE
-// (tokenizer.json, or vocab.json and merges.txt) with its pre-tokenizer's GGUF name.
+// tokenizer: a GGUF file's tokenizer.* metadata as it is, or a directory's (models/
+// gguf_writing.hpp): byte-level BPE with its pre-tokenizer's GGUF name, SentencePiece as "llama".
 #include <cstddef>     // std::byte, std::size_t
 #include <cstdint>     // std::uint32_t, std::uint64_t
 #include <filesystem>  // std::filesystem::path
@@ -17,7 +17,7 @@
 #include <tessera/core/weight_formats.hpp>      // WeightFormat, with_stored_type, whole_blocks
 #include <tessera/io/gguf_writer.hpp>           // GgufWriter
 #include <tessera/models/gguf_file_format.hpp>  // GgufFileFormat
-#include <tessera/models/gguf_writing.hpp>      // ggml_type_of, add_bpe_tokenizer
+#include <tessera/models/gguf_writing.hpp>      // ggml_type_of, add_bpe_tokenizer, add_sentencepiece_tokenizer
 #include <tessera/models/llama_checkpoints.hpp> // gguf_llama_tensor_name
 #include <tessera/models/load_llama.hpp>        // LlamaFiles
 #include <tessera/nn/parameter.hpp>             // TensorRequest, read_rows_as
@@ -63,7 +63,7 @@ inline std::size_t llama_permuted_row(std::size_t row, std::size_t head_dim) noe
 // Writes the file at `path`, which must not be one of the model's files (files.paths()) and is
 // replaced only once complete (io::OutputFile). `tokenizer`: a directory's (nullptr: none, or the
 // GGUF file's own metadata).
-inline void write_llama_gguf(const LlamaFiles& files, const BpeTokenizer* tokenizer, const GgufFileFormat& format,
+inline void write_llama_gguf(const LlamaFiles& files, const Tokenizer* tokenizer, const GgufFileFormat& format,
                              const std::filesystem::path& path, const std::string& name) {
     const LlamaShape& s = files.shape();
     const std::vector<TensorRequest> tensors = llama_tensors(s);
@@ -111,8 +111,10 @@ inline void write_llama_gguf(const LlamaFiles& files, const BpeTokenizer* tokeni
     if (const io::GgufFile* source = files.gguf()) {
         for (const auto& [key, _] : source->metadata())
             if (key.starts_with("tokenizer.")) w.add(key, source->value(key));
-    } else if (tokenizer != nullptr) {
-        add_bpe_tokenizer(w, *tokenizer, s.vocab_size);
+    } else if (const auto* bpe = dynamic_cast<const BpeTokenizer*>(tokenizer)) {
+        add_bpe_tokenizer(w, *bpe, s.vocab_size);
+    } else if (const auto* spm = dynamic_cast<const SentencePieceTokenizer*>(tokenizer)) {
+        add_sentencepiece_tokenizer(w, *spm, s.vocab_size);
     } else {
         w.add_string("tokenizer.ggml.model", "none");  // llama.cpp then runs on ids, as tessera does
     }

@@ -208,6 +208,16 @@ public:
         return text;
     }
 
+    // For each token, the rank of the first merge that makes it; -1 where none does.
+    std::vector<std::int32_t> first_merge_ranks() const {
+        std::vector<std::int32_t> ranks(bytes_.size(), -1);
+        merges_.for_each([&](TokenId, TokenId, const BpeMerges::Merge& merge) {
+            std::int32_t& r = ranks[static_cast<std::size_t>(merge.result)];
+            if (r < 0 || merge.rank < r) r = merge.rank;
+        });
+        return ranks;
+    }
+
     // The merges as merges.txt writes them ("Ġ t"), highest priority first.
     std::vector<std::string> merge_texts() const {
         std::vector<std::pair<std::int32_t, std::string>> ranked;

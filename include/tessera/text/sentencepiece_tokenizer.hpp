@@ -9,7 +9,8 @@
 //          becomes its bytes' <0xNN> tokens (byte fallback), or the unknown token
 //
 // Merge candidates are the normal, user-defined and unused pieces (sentencepiece's pieces_);
-// control tokens ("<s>", "</s>") never come from text unless SpecialTokens::allowed, and user-
+// control tokens ("<s>", "</s>") and the unknown piece ("<unk>") never come from text unless
+// SpecialTokens::allowed (as llama.cpp's parse_special matches them), and user-
 // defined pieces are merged like normal ones, not matched ahead (no model tessera runs has
 // any). Invalid UTF-8 is a TokenizerError naming its byte offset.
 #include <algorithm>      // std::sort, std::unique, std::lower_bound, std::none_of
@@ -61,6 +62,8 @@ public:
             }
         }
         scores_.assign(scores.begin(), scores.end());
+        pieces_.assign(pieces.begin(), pieces.end());
+        types_.assign(types.begin(), types.end());
         std::vector<AddedToken> controls;
         for (std::size_t i = 0; i < pieces.size(); ++i) {
             const auto id = static_cast<TokenId>(i);
@@ -74,7 +77,7 @@ public:
             if (type == PieceType::normal || type == PieceType::user_defined || type == PieceType::unused) {
                 mergeable_.emplace(pieces[i], id);
                 if (sentencepiece::joins_words(pieces[i])) word_by_word_ = false;
-            } else if (type == PieceType::control && !pieces[i].empty()) {
+            } else if ((type == PieceType::control || type == PieceType::unknown) && !pieces[i].empty()) {
                 controls.push_back({pieces[i], id, true});
             }
             bytes_.push_back(surface(pieces[i], type));
@@ -90,6 +93,12 @@ public:
     std::size_t vocab_size() const noexcept override { return bytes_.size(); }
     std::optional<TokenId> eos_id() const override { return options_.eos; }
     std::optional<TokenId> bos_id() const { return options_.bos; }
+    const Options& options() const noexcept { return options_; }
+    // The vocabulary as given: each piece ("▁the", "<0x0A>"), its score and its type, as a GGUF
+    // file's tokenizer.ggml.tokens, scores and token_type hold them.
+    std::span<const std::string> pieces() const noexcept { return pieces_; }
+    std::span<const float> scores() const noexcept { return scores_; }
+    std::span<const std::int32_t> piece_types() const noexcept { return types_; }
     const std::string& token_bytes(TokenId id) const override {
         if (id < 0 || static_cast<std::size_t>(id) >= bytes_.size()) {
             throw TokenizerError("token id " + std::to_string(id) + " is outside the vocabulary (" + std::to_string(bytes_.size()) +
@@ -246,7 +255,9 @@ private:
         std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
     };
     Options options_;
+    std::vector<std::string> pieces_;
     std::vector<float> scores_;
+    std::vector<std::int32_t> types_;
     std::vector<std::string> bytes_;  // what each token decodes to
     std::unordered_map<std::string, TokenId, Hash, std::equal_to<>> mergeable_;
     BpeMerges merges_;

@@ -39,6 +39,7 @@
 #include <tessera/text/added_tokens.hpp>  // AddedTokens
 #include <tessera/text/bpe_merges.hpp>    // BpeMerges
 #include <tessera/text/byte_level.hpp>    // byte_to_char
+#include <tessera/text/character_ids.hpp> // CharacterIds
 #include <tessera/text/normalization.hpp> // nfc
 #include <tessera/text/pretokenizer.hpp>  // pretokenize, PreTokenizer
 #include <tessera/text/sentencepiece_pieces.hpp>  // space_mark, byte_of, with_spaces
@@ -355,10 +356,8 @@ private:
         for (const Inert& t : inert_) types_[claim(t.id, t.text)] = t.type;  // bytes: none
         added_ = AddedTokens(std::move(added));
         if (characters) {  // byte fallback's <0xNN> tokens, and the ASCII characters' tokens
-            for (unsigned c = 0; c < 128; ++c) {
-                const char ch = static_cast<char>(c);
-                const auto it = ids_.find(std::string_view(&ch, 1));
-                ascii_ids_[c] = it == ids_.end() ? -1 : it->second;
+            for (const auto& [text, id] : ids_) {
+                if (const utf8::Decoded c = utf8::decode_one(text, 0); c.length == text.size()) char_ids_.add(c.code_point, id);
             }
             std::fill(std::begin(byte_ids_), std::end(byte_ids_), -1);
             for (unsigned b = 0; b < 256; ++b) {
@@ -432,6 +431,16 @@ private:
                               token_text(*options_.eos) + "\", which text encodes to: generation would stop inside text");
         }
         if (options_.add_bos && !options_.bos) throw FormatError(source + ": prompts should start with BOS, but there is no BOS id");
+        if (options_.alphabet == Alphabet::characters) {
+            std::vector<bool> fallback(bytes_.size(), false);  // <0xNN> tokens and the unknown token
+            for (const TokenId id : byte_ids_)
+                if (id >= 0) fallback[static_cast<std::size_t>(id)] = true;
+            if (options_.unknown) fallback[static_cast<std::size_t>(*options_.unknown)] = true;
+            fallback_merges_ = false;
+            merges_.for_each([&](TokenId left, TokenId right, const BpeMerges::Merge&) {
+                fallback_merges_ = fallback_merges_ || fallback[static_cast<std::size_t>(left)] || fallback[static_cast<std::size_t>(right)];
+            });
+        }
         if (options_.eos) stop_ids_.push_back(*options_.eos);
         for (const AddedToken& t : added_.tokens()) {
             if (t.special && is_end_of_turn_text(t.text) && std::find(stop_ids_.begin(), stop_ids_.end(), t.id) == stop_ids_.end()) {
@@ -487,37 +496,38 @@ private:
     }
     // The characters alphabet's BPE over one ▁-marked word (or a whole part).
     void encode_characters_word(std::string_view s, std::vector<TokenId>& out) const {
-        std::vector<TokenId> symbols;
-        symbols.reserve(s.size());
+        thread_local std::vector<TokenId> symbols;  // no allocation per word
+        symbols.clear();
         bool last_unknown = false;
         for (std::size_t at = 0; at < s.size();) {
-            const auto lead = static_cast<unsigned char>(s[at]);
-            if (lead < 0x80 && ascii_ids_[lead] >= 0) {  // most characters: no hashing
-                symbols.push_back(ascii_ids_[lead]);
-                last_unknown = false;
-                ++at;
-                continue;
-            }
-            const std::size_t n = utf8::decode_one(s, at).length;  // valid: checked before
-            const std::string_view ch = s.substr(at, n);
-            at += n;
-            if (const auto it = ids_.find(ch); it != ids_.end()) {
-                symbols.push_back(it->second);
+            const utf8::Decoded c = utf8::decode_one(s, at);  // valid: checked before
+            const std::string_view ch = s.substr(at, c.length);
+            at += c.length;
+            if (const std::optional<TokenId> id = char_ids_.find(c.code_point)) {
+                symbols.push_back(*id);
                 last_unknown = false;
                 continue;
             }
+            // A character that is no token: its bytes or the unknown token, which end the run
+            // of symbols before them where no merge takes them (most files).
+            if (!fallback_merges_) merge_run(symbols, out);
+            std::vector<TokenId>& to = fallback_merges_ ? symbols : out;
             if (options_.byte_fallback) {
-                for (const char b : ch) symbols.push_back(byte_ids_[static_cast<unsigned char>(b)]);
+                for (const char b : ch) to.push_back(byte_ids_[static_cast<unsigned char>(b)]);
                 last_unknown = false;
                 continue;
             }
             if (!options_.unknown) {
                 throw TokenizerError("the text holds '" + std::string(ch) + "', which the vocabulary has neither as a token nor as an unknown token");
             }
-            if (!(options_.fuse_unknown && last_unknown)) symbols.push_back(*options_.unknown);
+            if (!(options_.fuse_unknown && last_unknown)) to.push_back(*options_.unknown);
             last_unknown = true;
         }
+        merge_run(symbols, out);
+    }
+    void merge_run(std::vector<TokenId>& symbols, std::vector<TokenId>& out) const {
         merges_.apply(symbols.size(), [&](std::size_t i) { return symbols[i]; }, out);
+        symbols.clear();
     }
 
     // Appends the BPE tokens of one piece (text/bpe_merges.hpp: the merge loop).
@@ -532,7 +542,8 @@ private:
     std::vector<TokenType> types_;
     std::vector<std::string> texts_;  // the characters alphabet: each token as written ("▁the")
     bool word_by_word_ = true;        // the characters alphabet: no token joins words (sentencepiece::joins_words)
-    std::array<TokenId, 128> ascii_ids_{};  // the characters alphabet: each ASCII character's token, -1: none
+    CharacterIds char_ids_;           // the characters alphabet: each single-character token
+    bool fallback_merges_ = true;     // the characters alphabet: some merge takes a <0xNN> or the unknown token
     std::vector<Inert> inert_;
     AddedTokens added_;
     std::vector<TokenId> stop_ids_;

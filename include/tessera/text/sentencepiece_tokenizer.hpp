@@ -29,6 +29,7 @@
 #include <tessera/core/token_id.hpp>  // TokenId
 #include <tessera/text/added_tokens.hpp>  // AddedTokens
 #include <tessera/text/bpe_merges.hpp>    // BpeMerges
+#include <tessera/text/character_ids.hpp> // CharacterIds
 #include <tessera/text/sentencepiece_pieces.hpp>  // space_mark, byte_of, with_spaces
 #include <tessera/text/tokenizer.hpp>  // Tokenizer, SpecialTokens
 #include <tessera/text/utf8.hpp>      // first_invalid, decode_one
@@ -170,10 +171,10 @@ private:
             }
         };
         for (std::size_t at = 0; at < s.size();) {
-            const std::size_t n = utf8::decode_one(s, at).length;  // valid: checked before
-            const std::string_view ch = s.substr(at, n);
-            at += n;
-            if (const std::optional<TokenId> id = symbol_of_char(ch)) {
+            const utf8::Decoded c = utf8::decode_one(s, at);  // valid: checked before
+            const std::string_view ch = s.substr(at, c.length);
+            at += c.length;
+            if (const std::optional<TokenId> id = char_ids_.find(c.code_point)) {
                 symbols.push_back(*id);
             } else {
                 merge_run();
@@ -199,19 +200,9 @@ private:
         }
     }
 
-    // The symbol a character starts as: its piece, or an id past the vocabulary for a character
-    // that only occurs inside pieces; nullopt for a character in no piece.
-    std::optional<TokenId> symbol_of_char(std::string_view ch) const {
-        if (ch.size() == 1) {
-            const TokenId id = ascii_ids_[static_cast<unsigned char>(ch[0]) & 0x7f];
-            return id >= 0 ? std::optional(id) : std::nullopt;
-        }
-        const auto it = char_ids_.find(ch);
-        return it != char_ids_.end() ? std::optional(it->second) : std::nullopt;
-    }
     // The symbol a piece's part can be: a mergeable piece, or a single character's symbol.
     std::optional<TokenId> symbol_of(std::string_view part) const {
-        if (utf8::decode_one(part, 0).length == part.size()) return symbol_of_char(part);
+        if (const utf8::Decoded c = utf8::decode_one(part, 0); c.length == part.size()) return char_ids_.find(c.code_point);
         const auto it = mergeable_.find(part);
         return it != mergeable_.end() ? std::optional(it->second) : std::nullopt;
     }
@@ -221,20 +212,17 @@ private:
     // symbols is a merge into it, ranked by the piece's score (equal scores share a rank, so the
     // leftmost goes first); the same merges in the same order, with ids instead of strings.
     void build_merges() {
-        ascii_ids_.fill(-1);
         std::vector<float> ranked;
         for (const auto& [piece, id] : mergeable_) {
             ranked.push_back(scores_[static_cast<std::size_t>(id)]);
             for (std::size_t at = 0; at < piece.size();) {
-                const std::size_t n = utf8::decode_one(piece, at).length;
-                const std::string_view ch = std::string_view(piece).substr(at, n);
-                at += n;
-                if (symbol_of_char(ch)) continue;
+                const utf8::Decoded c = utf8::decode_one(piece, at);
+                const std::string_view ch = std::string_view(piece).substr(at, c.length);
+                at += c.length;
+                if (char_ids_.find(c.code_point)) continue;
                 const auto own = mergeable_.find(ch);
-                TokenId symbol = own != mergeable_.end() ? own->second : static_cast<TokenId>(bytes_.size() + other_chars_.size());
+                char_ids_.add(c.code_point, own != mergeable_.end() ? own->second : static_cast<TokenId>(bytes_.size() + other_chars_.size()));
                 if (own == mergeable_.end()) other_chars_.emplace_back(ch);
-                if (n == 1) ascii_ids_[static_cast<unsigned char>(ch[0])] = symbol;
-                else char_ids_.emplace(ch, symbol);
             }
         }
         std::sort(ranked.begin(), ranked.end(), std::greater<>());
@@ -261,8 +249,7 @@ private:
     std::vector<std::string> bytes_;  // what each token decodes to
     std::unordered_map<std::string, TokenId, Hash, std::equal_to<>> mergeable_;
     BpeMerges merges_;
-    std::array<TokenId, 128> ascii_ids_{};  // each ASCII character's symbol, -1: in no piece
-    std::unordered_map<std::string, TokenId, Hash, std::equal_to<>> char_ids_;  // other characters' symbols
+    CharacterIds char_ids_;  // each character's symbol: its piece, or past the vocabulary; none: in no piece
     std::vector<std::string> other_chars_;  // symbol vocab_size() + i: a character that is no piece
     AddedTokens controls_;  // matched in text only with SpecialTokens::allowed
     bool word_by_word_ = true;  // no piece joins words (sentencepiece::joins_words)

@@ -63,6 +63,25 @@ done
 # The trained Llama (tests/data/fortunes-llama): its reference logits, over its F16 weights.
 [ -f "$out/fortunes-llama-logits.f64" ] || $ref logits --model "$here/../tests/data/fortunes-llama" --tokens "$tokens" \
     --out "$out/fortunes-llama-logits.f64" >/dev/null
+# The trained Llama-family fixtures with tokenizers of their own (tests/data/fortunes-{qwen2,
+# smollm,llama2}): the prompt's ids by implementations that are not tessera's (the fixture tool's
+# BPE for tokenizer.json, Google's sentencepiece for Llama 2's tokenizer.model, BOS first), and
+# the reference's greedy ids after it, over the F16 weights.
+prompt_text="Q: What is the meaning of life?"
+for name in qwen2 smollm llama2; do
+  src=$here/../tests/data/fortunes-$name
+  d=$out/trained-$name
+  mkdir -p "$d"
+  [ -f "$d/greedy.txt" ] && continue
+  if [ -f "$src/tokenizer.model" ]; then
+    prompt=$($py -c 'import sentencepiece, sys; sp = sentencepiece.SentencePieceProcessor(model_file=sys.argv[1]); print(",".join(map(str, [sp.bos_id()] + sp.encode(sys.argv[2]))))' "$src/tokenizer.model" "$prompt_text")
+  else
+    prompt=$($py "$here/make_tokenizer_json_fixtures.py" --encode-prompt "$src" "$prompt_text")
+  fi
+  echo "$prompt" | tr ',' '\n' | wc -l | tr -d ' ' > "$d/prompt_tokens.txt"
+  $ref greedy --model "$src" --tokens "$prompt" --steps 16 |
+      $py -c 'import json, sys; print(json.dumps(json.load(sys.stdin)["tokens"], separators=(",", ":")))' > "$d/greedy.txt"
+done
 # Files that say what tessera does not run: each must be refused naming the key.
 bad() {  # name --set KEY=TYPE:VALUE
   local name=$1

@@ -4,6 +4,7 @@
     python3 tools/make_tokenizer_json_fixtures.py tests/data/tokenizer_json
     python3 tools/make_tokenizer_json_fixtures.py --encode tests/data/tokenizer_json/qwen2 "Hello"   # ids, by the algorithm
     python3 tools/make_tokenizer_json_fixtures.py --encode-prompt DIR "Hello"                         # BOS first where the file says
+    /usr/bin/python3 tools/make_tokenizer_json_fixtures.py --from-sentencepiece tokenizer.model DIR   # its Llama 2 layout
 
 One directory per style, each with tokenizer.json and tokenizer_config.json as Hugging Face's
 `tokenizers` and `transformers` write them for that family:
@@ -182,47 +183,61 @@ def build(style, corpus):
     return tokenizer, config
 
 
-def encode(directory, text, prompt=False):
-    """A text's ids under one of these tokenizer.json files, by the algorithm itself (for the
-    model fixtures' prompts): added tokens as text, the style's pre-tokenizer (Python's regex),
-    NFC where the file asks, then BPE merging the lowest-ranked pair, leftmost first; a prompt
-    starts with the BOS the post-processor's template puts first."""
-    d = pathlib.Path(directory)
-    tokenizer = json.loads((d / "tokenizer.json").read_text(encoding="utf-8"))
-    steps = tokenizer["pre_tokenizer"].get("pretokenizers", [tokenizer["pre_tokenizer"]])
-    split = [st["pattern"]["Regex"] for st in steps if st["type"] == "Split"]
-    style = ("llama3" if split == [LLAMA3] else "qwen2" if split == [QWEN2] else
-             "smollm" if any(st["type"] == "Digits" for st in steps) else "gpt2")
-    if tokenizer.get("normalizer"):
-        text = unicodedata.normalize("NFC", text)
-    vocab = tokenizer["model"]["vocab"]
-    ranks = {}
-    for i, m in enumerate(tokenizer["model"]["merges"]):
-        a, b = m.split(" ") if isinstance(m, str) else m
-        ranks.setdefault((a, b), i)
-    ids = []
-    post = tokenizer.get("post_processor") or {}
-    for step in post.get("processors", [post]):
-        if prompt and step.get("type") == "TemplateProcessing" and "SpecialToken" in step["single"][0]:
-            bos = step["single"][0]["SpecialToken"]["id"]
-            ids.append(next(t["id"] for t in tokenizer["added_tokens"] if t["content"] == bos))
-    for piece in pieces(style, text):
+class Encoder:
+    """Texts' ids under one of these tokenizer.json files, by the algorithm itself (for the model
+    fixtures' prompts and training text): added tokens as text, the style's pre-tokenizer
+    (Python's regex), NFC where the file asks, then BPE merging the lowest-ranked pair, leftmost
+    first; a prompt starts with the BOS the post-processor's template puts first."""
+
+    def __init__(self, directory):
+        d = pathlib.Path(directory)
+        self.tokenizer = tokenizer = json.loads((d / "tokenizer.json").read_text(encoding="utf-8"))
+        steps = tokenizer["pre_tokenizer"].get("pretokenizers", [tokenizer["pre_tokenizer"]])
+        split = [st["pattern"]["Regex"] for st in steps if st["type"] == "Split"]
+        self.style = ("llama3" if split == [LLAMA3] else "qwen2" if split == [QWEN2] else
+                      "smollm" if any(st["type"] == "Digits" for st in steps) else "gpt2")
+        self.vocab = tokenizer["model"]["vocab"]
+        self.ranks = {}
+        for i, m in enumerate(tokenizer["model"]["merges"]):
+            a, b = m.split(" ") if isinstance(m, str) else m
+            self.ranks.setdefault((a, b), i)
+        self.bos = []
+        post = tokenizer.get("post_processor") or {}
+        for step in post.get("processors", [post]):
+            if step.get("type") == "TemplateProcessing" and "SpecialToken" in step["single"][0]:
+                bos = step["single"][0]["SpecialToken"]["id"]
+                self.bos.append(next(t["id"] for t in tokenizer["added_tokens"] if t["content"] == bos))
+        self.cache = {}
+
+    def __call__(self, text, prompt=False):
+        if self.tokenizer.get("normalizer"):
+            text = unicodedata.normalize("NFC", text)
+        ids = list(self.bos) if prompt else []
+        for piece in pieces(self.style, text):
+            if piece not in self.cache:
+                self.cache[piece] = self.merge(piece)
+            ids += self.cache[piece]
+        return ids
+
+    def merge(self, piece):
         symbols = [B2C[b] for b in piece.encode()]
-        if tokenizer["model"].get("ignore_merges") and "".join(symbols) in vocab:
-            ids.append(vocab["".join(symbols)])
-            continue
+        if self.tokenizer["model"].get("ignore_merges") and "".join(symbols) in self.vocab:
+            return [self.vocab["".join(symbols)]]
         while len(symbols) > 1:
-            rank, i = min((ranks.get((symbols[i], symbols[i + 1]), float("inf")), i) for i in range(len(symbols) - 1))
+            rank, i = min((self.ranks.get((symbols[i], symbols[i + 1]), float("inf")), i) for i in range(len(symbols) - 1))
             if rank == float("inf"):
                 break
             symbols[i:i + 2] = [symbols[i] + symbols[i + 1]]
-        ids += [vocab[s] for s in symbols]
-    return ids
+        return [self.vocab[s] for s in symbols]
 
 
-def sentencepiece_style(style):
+def encode(directory, text, prompt=False):
+    return Encoder(directory)(text, prompt)
+
+
+def sentencepiece_style(style, model_file=ROOT / "tests/data/sentencepiece/tokenizer.model"):
     import sentencepiece as spm
-    sp = spm.SentencePieceProcessor(model_file=str(ROOT / "tests/data/sentencepiece/tokenizer.model"))
+    sp = spm.SentencePieceProcessor(model_file=str(model_file))
     n = sp.get_piece_size()
     vocab = {sp.id_to_piece(i): i for i in range(n)}
     scores = {sp.id_to_piece(i): sp.get_score(i) for i in range(n)}
@@ -278,15 +293,20 @@ def main():
     if len(sys.argv) == 4 and sys.argv[1] in ("--encode", "--encode-prompt"):  # DIR TEXT: the ids as "1,2,3"
         print(",".join(str(i) for i in encode(sys.argv[2], sys.argv[3], sys.argv[1] == "--encode-prompt")))
         return
+    if len(sys.argv) == 4 and sys.argv[1] == "--from-sentencepiece":  # MODEL_FILE DIR: its Llama 2 layout (bench/)
+        write(pathlib.Path(sys.argv[3]), *sentencepiece_style("llama2", pathlib.Path(sys.argv[2])))
+        return
     out = pathlib.Path(sys.argv[1])
     corpus = training_corpus()
     for style in ("gpt2", "llama3", "qwen2", "smollm", "llama2", "mistral"):
-        tokenizer, config = sentencepiece_style(style) if style in ("llama2", "mistral") else build(style, corpus)
-        d = out / style
-        d.mkdir(parents=True, exist_ok=True)
-        (d / "tokenizer.json").write_text(json.dumps(tokenizer, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
-        (d / "tokenizer_config.json").write_text(json.dumps(config, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
-        print(d, len(tokenizer["model"]["vocab"]) + len(tokenizer["added_tokens"]), "tokens")
+        write(out / style, *(sentencepiece_style(style) if style in ("llama2", "mistral") else build(style, corpus)))
+
+
+def write(d, tokenizer, config):
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "tokenizer.json").write_text(json.dumps(tokenizer, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    (d / "tokenizer_config.json").write_text(json.dumps(config, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    print(d, len(tokenizer["model"]["vocab"]) + len(tokenizer["added_tokens"]), "tokens")
 
 
 if __name__ == "__main__":

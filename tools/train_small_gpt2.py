@@ -25,7 +25,21 @@ positions over halves of each head, grouped-query attention (--kv-heads), a gate
 feed-forward (--inner), no biases, the head tied to the embedding, with the same tokenizer:
 
   /usr/bin/python3 tools/train_small_gpt2.py --arch llama --out tests/data/fortunes-llama \
-      --layers 4 --embd 128 --heads 4 --kv-heads 2 --inner 352 --ctx 256
+      --layers 4 --embd 128 --heads 4 --kv-heads 2 --inner 352 --ctx 128
+
+--arch qwen2 adds Qwen2's q/k/v biases. --tokenizer DIR learns a tokenizer made elsewhere instead
+of training one (its tokenizer.model, else its tokenizer.json, copied beside the model with
+tokenizer_config.json; the text encoded by Google's sentencepiece or by the tokenizer.json
+fixtures' own BPE, never by tessera), so that the model generates through that file:
+
+  /usr/bin/python3 tools/train_small_gpt2.py --arch qwen2 --tokenizer tests/data/tokenizer_json/qwen2 \
+      --rows 1792 --layers 2 --embd 64 --heads 4 --kv-heads 1 --inner 192 --rope-theta 1000000 \
+      --rms-eps 1e-6 --out tests/data/fortunes-qwen2
+  /usr/bin/python3 tools/train_small_gpt2.py --arch llama --tokenizer tests/data/tokenizer_json/smollm \
+      --layers 2 --embd 64 --heads 2 --kv-heads 2 --inner 192 --rope-theta 100000 --out tests/data/fortunes-smollm
+  /usr/bin/python3 tools/train_small_gpt2.py --arch llama --tokenizer tests/data/sentencepiece \
+      --tokenizer tests/data/tokenizer_json/llama2 --layers 2 --embd 64 --heads 4 --kv-heads 2 --inner 192 \
+      --out tests/data/fortunes-llama2
 """
 import argparse
 import collections
@@ -148,7 +162,7 @@ class RmsNorm(torch.nn.Module):
         return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
 
 
-def rope(x, theta=10000.0):
+def rope(x, theta):
     """x (b, heads, t, d): Hugging Face's rotate_half over halves of each head."""
     d, t = x.shape[-1], x.shape[-2]
     inv = 1.0 / theta ** (torch.arange(0, d, 2, dtype=torch.float32) / d)
@@ -159,19 +173,22 @@ def rope(x, theta=10000.0):
 
 
 class LlamaBlock(torch.nn.Module):
-    def __init__(self, c, h, kv, inner):
+    """A Llama block; Qwen2's (qkv_bias) adds biases to the q, k and v projections."""
+
+    def __init__(self, c, h, kv, inner, theta, eps, qkv_bias):
         super().__init__()
-        self.h, self.kv, self.d = h, kv, c // h
-        self.input_layernorm, self.post_attention_layernorm = RmsNorm(c), RmsNorm(c)
-        lin = lambda i, o: torch.nn.Linear(i, o, bias=False)  # noqa: E731
-        self.q_proj, self.k_proj, self.v_proj, self.o_proj = lin(c, c), lin(c, kv * self.d), lin(c, kv * self.d), lin(c, c)
+        self.h, self.kv, self.d, self.theta = h, kv, c // h, theta
+        self.input_layernorm, self.post_attention_layernorm = RmsNorm(c, eps), RmsNorm(c, eps)
+        lin = lambda i, o, bias=False: torch.nn.Linear(i, o, bias=bias)  # noqa: E731
+        self.q_proj, self.k_proj, self.v_proj = lin(c, c, qkv_bias), lin(c, kv * self.d, qkv_bias), lin(c, kv * self.d, qkv_bias)
+        self.o_proj = lin(c, c)
         self.gate_proj, self.up_proj, self.down_proj = lin(c, inner), lin(c, inner), lin(inner, c)
 
     def forward(self, x):
         b, t, c = x.shape
         n = self.input_layernorm(x)
-        q = rope(self.q_proj(n).view(b, t, self.h, self.d).transpose(1, 2))
-        k = rope(self.k_proj(n).view(b, t, self.kv, self.d).transpose(1, 2))
+        q = rope(self.q_proj(n).view(b, t, self.h, self.d).transpose(1, 2), self.theta)
+        k = rope(self.k_proj(n).view(b, t, self.kv, self.d).transpose(1, 2), self.theta)
         v = self.v_proj(n).view(b, t, self.kv, self.d).transpose(1, 2)
         k, v = (z.repeat_interleave(self.h // self.kv, dim=1) for z in (k, v))
         a = Block.attend(q, k, v)
@@ -181,14 +198,16 @@ class LlamaBlock(torch.nn.Module):
 
 
 class Llama(torch.nn.Module):
-    def __init__(self, vocab, c, layers, heads, kv_heads, inner):
+    def __init__(self, vocab, c, layers, heads, kv_heads, inner, theta, eps, qkv_bias):
         super().__init__()
         self.embed_tokens = torch.nn.Embedding(vocab, c)
-        self.layers = torch.nn.ModuleList(LlamaBlock(c, heads, kv_heads, inner) for _ in range(layers))
-        self.norm = RmsNorm(c)
+        self.layers = torch.nn.ModuleList(LlamaBlock(c, heads, kv_heads, inner, theta, eps, qkv_bias) for _ in range(layers))
+        self.norm = RmsNorm(c, eps)
         for m in self.modules():
             if isinstance(m, (torch.nn.Linear, torch.nn.Embedding)):
                 torch.nn.init.normal_(m.weight, std=0.02)
+            if isinstance(m, torch.nn.Linear) and m.bias is not None:
+                torch.nn.init.zeros_(m.bias)
 
     def forward(self, idx):
         x = self.embed_tokens(idx)
@@ -231,7 +250,7 @@ def save(model, cfg, out):
     tensors = {}
     for name, p in model.state_dict().items():
         a = p.detach().numpy().astype(np.float32)
-        if cfg["model_type"] == "llama":
+        if cfg["model_type"] != "gpt2":
             tensors[hf_llama_name(name)] = np.ascontiguousarray(a.astype("<f2"))
             continue
         name = name.replace("mlp_proj", "mlp.c_proj").replace("c_fc", "mlp.c_fc")
@@ -254,6 +273,28 @@ def save(model, cfg, out):
     (out / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
 
 
+def given_tokenizer(directories, out):
+    """A tokenizer trained elsewhere: its files copied into out; how to encode a fortune (by an
+    implementation that is not tessera's: Google's sentencepiece for tokenizer.model, the
+    tokenizer.json fixtures' own encoder otherwise), the BOS ids each document starts with, the
+    id that ends it, and the number of tokens. SentencePiece documents are <s> text </s>, as
+    Llama 2's; byte-level ones end with <|endoftext|>, as Qwen's and SmolLM's."""
+    import shutil
+    for d in map(pathlib.Path, directories):
+        for name in ("tokenizer.model", "tokenizer.json", "tokenizer_config.json"):
+            if (d / name).exists():
+                shutil.copy(d / name, out / name)
+    if (out / "tokenizer.model").exists():
+        import sentencepiece
+        sp = sentencepiece.SentencePieceProcessor(model_file=str(out / "tokenizer.model"))
+        return sp.encode, [sp.bos_id()], sp.eos_id(), sp.get_piece_size()
+    from make_tokenizer_json_fixtures import Encoder
+    enc = Encoder(out)
+    added = {t["content"]: t["id"] for t in enc.tokenizer["added_tokens"]}
+    size = max(max(enc.vocab.values()), max(added.values())) + 1
+    return enc, enc.bos, added["<|endoftext|>"], size
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
@@ -264,9 +305,15 @@ def main():
     ap.add_argument("--heads", type=int, default=4)
     ap.add_argument("--ctx", type=int, default=128)
     ap.add_argument("--vocab", type=int, default=512, help="tokens, <|endoftext|> included")
-    ap.add_argument("--arch", choices=["gpt2", "llama"], default="gpt2")
-    ap.add_argument("--kv-heads", type=int, default=2, help="llama: key/value heads")
-    ap.add_argument("--inner", type=int, default=352, help="llama: the feed-forward's width")
+    ap.add_argument("--arch", choices=["gpt2", "llama", "qwen2"], default="gpt2")
+    ap.add_argument("--kv-heads", type=int, default=2, help="llama, qwen2: key/value heads")
+    ap.add_argument("--inner", type=int, default=352, help="llama, qwen2: the feed-forward's width")
+    ap.add_argument("--rope-theta", type=float, default=10000.0, help="llama, qwen2")
+    ap.add_argument("--rms-eps", type=float, default=1e-5, help="llama, qwen2")
+    ap.add_argument("--tokenizer", action="append", default=[],
+                    help="llama, qwen2: a directory whose tokenizer the model learns (tokenizer.model, or else "
+                         "tokenizer.json), copied beside it with tokenizer_config.json; repeat to copy more files")
+    ap.add_argument("--rows", type=int, help="embedding rows past the tokenizer's tokens (Qwen's padding)")
     args = ap.parse_args()
     torch.manual_seed(args.seed)
     torch.set_num_threads(2)
@@ -276,29 +323,39 @@ def main():
 
     train, held = read_fortunes(args.seed)
     (out / "heldout.txt").write_text("\n\n".join(held) + "\n", encoding="utf-8")
-    merges = train_bpe(train, args.vocab - 1)
-    b2c = bytes_to_unicode()
-    show = lambda bs: "".join(b2c[b] for b in bs)  # noqa: E731
-    tokens = [bytes([b]) for b in range(256)]
-    for a, b in merges:
-        if a + b not in tokens:
-            tokens.append(a + b)
-    ids = {t: i for i, t in enumerate(tokens)}
-    vocab = {show(t): i for i, t in enumerate(tokens)}
-    vocab["<|endoftext|>"] = len(tokens)
-    (out / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False) + "\n", encoding="utf-8")
-    (out / "merges.txt").write_text("#version: 0.2\n" + "".join(f"{show(a)} {show(b)}\n" for a, b in merges), encoding="utf-8")
-    eot = len(tokens)
-    ranks = {m: r for r, m in enumerate(merges)}
-    cache = {}
-    stream = []
-    for t in train:
-        stream += encode(t, ranks, ids, cache) + [eot]
+    if args.tokenizer:
+        encode_text, bos, eos, size = given_tokenizer(args.tokenizer, out)
+        stream = []
+        for t in train:
+            stream += bos + encode_text(t) + [eos]
+        eot = eos
+    else:
+        merges = train_bpe(train, args.vocab - 1)
+        b2c = bytes_to_unicode()
+        show = lambda bs: "".join(b2c[b] for b in bs)  # noqa: E731
+        tokens = [bytes([b]) for b in range(256)]
+        for a, b in merges:
+            if a + b not in tokens:
+                tokens.append(a + b)
+        ids = {t: i for i, t in enumerate(tokens)}
+        vocab = {show(t): i for i, t in enumerate(tokens)}
+        vocab["<|endoftext|>"] = len(tokens)
+        (out / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False) + "\n", encoding="utf-8")
+        (out / "merges.txt").write_text("#version: 0.2\n" + "".join(f"{show(a)} {show(b)}\n" for a, b in merges), encoding="utf-8")
+        eot = size = len(tokens)
+        size += 1
+        ranks = {m: r for r, m in enumerate(merges)}
+        cache = {}
+        stream = []
+        for t in train:
+            stream += encode(t, ranks, ids, cache) + [eot]
+    rows = max(size, args.rows or 0)
     data = torch.tensor(stream, dtype=torch.long)
-    print(f"{len(train)} fortunes, {len(data)} training tokens, vocabulary {eot + 1} ({time.time() - started:.0f} s)")
+    print(f"{len(train)} fortunes, {len(data)} training tokens, vocabulary {size} in {rows} rows ({time.time() - started:.0f} s)")
 
-    model = Gpt2(eot + 1, args.ctx, args.embd, args.layers, args.heads) if args.arch == "gpt2" else \
-        Llama(eot + 1, args.embd, args.layers, args.heads, args.kv_heads, args.inner)
+    model = Gpt2(rows, args.ctx, args.embd, args.layers, args.heads) if args.arch == "gpt2" else \
+        Llama(rows, args.embd, args.layers, args.heads, args.kv_heads, args.inner, args.rope_theta, args.rms_eps,
+              args.arch == "qwen2")
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3, betas=(0.9, 0.95), weight_decay=0.1)
     gen = torch.Generator().manual_seed(args.seed)
     batch = 32
@@ -309,19 +366,19 @@ def main():
         starts = torch.randint(0, len(data) - args.ctx - 1, (batch,), generator=gen)
         x = torch.stack([data[s:s + args.ctx] for s in starts])
         y = torch.stack([data[s + 1:s + args.ctx + 1] for s in starts])
-        loss = torch.nn.functional.cross_entropy(model(x).reshape(-1, eot + 1), y.reshape(-1))
+        loss = torch.nn.functional.cross_entropy(model(x).reshape(-1, rows), y.reshape(-1))
         opt.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         if step % 200 == 0 or step == args.steps - 1:
             print(f"step {step}: loss {loss.item():.3f} ({time.time() - started:.0f} s)", flush=True)
-    if args.arch == "llama":
-        cfg = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "num_hidden_layers": args.layers,
-               "hidden_size": args.embd, "num_attention_heads": args.heads, "num_key_value_heads": args.kv_heads,
-               "intermediate_size": args.inner, "max_position_embeddings": args.ctx, "vocab_size": eot + 1,
-               "hidden_act": "silu", "rms_norm_eps": 1e-5, "rope_theta": 10000.0, "tie_word_embeddings": True,
-               "bos_token_id": eot, "eos_token_id": eot}
+    if args.arch != "gpt2":
+        cfg = {"model_type": args.arch, "architectures": [{"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM"}[args.arch]],
+               "num_hidden_layers": args.layers, "hidden_size": args.embd, "num_attention_heads": args.heads,
+               "num_key_value_heads": args.kv_heads, "intermediate_size": args.inner, "max_position_embeddings": args.ctx,
+               "vocab_size": rows, "hidden_act": "silu", "rms_norm_eps": args.rms_eps, "rope_theta": args.rope_theta,
+               "tie_word_embeddings": True, "bos_token_id": (bos or [eot])[0] if args.tokenizer else eot, "eos_token_id": eot}
         save(model, cfg, out)
         print(f"wrote {out} ({time.time() - started:.0f} s)")
         return

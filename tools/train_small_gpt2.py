@@ -34,12 +34,13 @@ fixtures' own BPE, never by tessera), so that the model generates through that f
 
   /usr/bin/python3 tools/train_small_gpt2.py --arch qwen2 --tokenizer tests/data/tokenizer_json/qwen2 \
       --rows 1792 --layers 2 --embd 64 --heads 4 --kv-heads 1 --inner 192 --rope-theta 1000000 \
-      --rms-eps 1e-6 --out tests/data/fortunes-qwen2
+      --rms-eps 1e-6 --steps 600 --out tests/data/fortunes-qwen2
   /usr/bin/python3 tools/train_small_gpt2.py --arch llama --tokenizer tests/data/tokenizer_json/smollm \
-      --layers 2 --embd 64 --heads 2 --kv-heads 2 --inner 192 --rope-theta 100000 --out tests/data/fortunes-smollm
+      --layers 2 --embd 64 --heads 2 --kv-heads 2 --inner 192 --rope-theta 100000 --steps 600 \
+      --out tests/data/fortunes-smollm
   /usr/bin/python3 tools/train_small_gpt2.py --arch llama --tokenizer tests/data/sentencepiece \
       --tokenizer tests/data/tokenizer_json/llama2 --layers 2 --embd 64 --heads 4 --kv-heads 2 --inner 192 \
-      --out tests/data/fortunes-llama2
+      --steps 600 --out tests/data/fortunes-llama2
 """
 import argparse
 import collections

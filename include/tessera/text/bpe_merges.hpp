@@ -65,6 +65,7 @@ public:
             if (n == 1) out.push_back(initial(std::size_t{0}));
             return;
         }
+        if (n <= short_symbols) return apply_short(n, initial, out);
         thread_local Scratch reused;
         Scratch own;
         Scratch& scratch = n <= reused_scratch_symbols ? reused : own;
@@ -101,6 +102,35 @@ public:
     }
 
 private:
+    // Most words are a few symbols: there a scan of their pairs' ranks for the lowest (leftmost
+    // among equals) beats the heap's bookkeeping, with the same merges in the same order.
+    static constexpr std::size_t short_symbols = 16;
+    template <class Initial>
+    void apply_short(std::size_t n, Initial initial, std::vector<TokenId>& out) const {
+        constexpr std::int32_t none = std::numeric_limits<std::int32_t>::max();
+        TokenId ids[short_symbols];
+        Merge pairs[short_symbols];  // pairs[i]: the merge of (ids[i], ids[i + 1]), rank none if none
+        const auto pair = [&](std::size_t i) {
+            const Merge* m = find(ids[i], ids[i + 1]);
+            pairs[i] = m ? *m : Merge{none, 0};
+        };
+        for (std::size_t i = 0; i < n; ++i) ids[i] = initial(i);
+        for (std::size_t i = 0; i + 1 < n; ++i) pair(i);
+        while (n > 1) {
+            std::size_t best = 0;
+            for (std::size_t i = 1; i + 1 < n; ++i)
+                if (pairs[i].rank < pairs[best].rank) best = i;
+            if (pairs[best].rank == none) break;
+            ids[best] = pairs[best].result;
+            for (std::size_t i = best + 1; i + 1 < n; ++i) ids[i] = ids[i + 1];
+            for (std::size_t i = best + 1; i + 2 < n; ++i) pairs[i] = pairs[i + 1];
+            --n;
+            if (best + 1 < n) pair(best);
+            if (best > 0) pair(best - 1);
+        }
+        out.insert(out.end(), ids, ids + n);
+    }
+
     static constexpr std::uint64_t empty_key = ~std::uint64_t{0};
     struct Slot {
         std::uint64_t key = empty_key;

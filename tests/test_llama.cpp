@@ -204,8 +204,14 @@ TEST_CASE("Llama family: stored formats match the reference of the weights each 
         double worst = 0;
         for (std::size_t i = 8; i < tokens.size(); ++i) worst = std::max(worst, compare(model->decode(tokens[i]), want, i * v).worst);
         INFO("decode steps: max abs difference " << worst);
+        // One row: 8-bit activations for Q8_0 / Q4_0; bf16-rounded ones for bf16 with AVX-512 BF16
+        // (2^-9 relative per input: under 1% of the largest logit on the Intel Xeons this ran on
+        // first, 1.02% on an AMD EPYC), else float activations.
         const bool int8 = format != WeightFormatId::bf16;
-        CHECK(worst <= (int8 ? 5e-2 : 1e-2) * all.scale);
+        const bool bf16_rows = with_weight_type(format, [&]<class W>() {
+            return cpu::activation_precision<W>(1) == cpu::ActivationPrecision::bf16;
+        });
+        CHECK(worst <= (int8 ? 5e-2 : bf16_rows ? 2e-2 : 1e-2) * all.scale);
     }
 }
 

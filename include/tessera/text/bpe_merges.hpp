@@ -108,8 +108,8 @@ private:
     template <class Initial>
     void apply_short(std::size_t n, Initial initial, std::vector<TokenId>& out) const {
         constexpr std::int32_t none = std::numeric_limits<std::int32_t>::max();
-        TokenId ids[short_symbols];
-        Merge pairs[short_symbols];  // pairs[i]: the merge of (ids[i], ids[i + 1]), rank none if none
+        TokenId ids[short_symbols]{};  // (zeroed: nvcc cannot see that the loop below sets them)
+        Merge pairs[short_symbols]{};  // pairs[i]: the merge of (ids[i], ids[i + 1]), rank none if none
         const auto pair = [&](std::size_t i) {
             const Merge* m = find(ids[i], ids[i + 1]);
             pairs[i] = m ? *m : Merge{none, 0};

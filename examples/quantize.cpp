@@ -13,7 +13,6 @@
 #include <CLI/CLI.hpp>
 
 #include <exception>
-#include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <memory>

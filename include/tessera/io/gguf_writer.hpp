@@ -64,28 +64,10 @@ public:
         add(key, std::move(v));
     }
     void add_i32s(const std::string& key, const std::vector<std::int32_t>& values) {
-        GgufValue v;
-        v.type = GgufValue::Type::array;
-        v.element_type = GgufValue::Type::i32;
-        for (const std::int32_t x : values) {
-            GgufValue e;
-            e.type = GgufValue::Type::i32;
-            e.signed_value = x;
-            v.elements.push_back(e);
-        }
-        add(key, std::move(v));
+        add_numbers(key, GgufValue::Type::i32, values, &GgufValue::signed_value);
     }
     void add_f32s(const std::string& key, const std::vector<float>& values) {
-        GgufValue v;
-        v.type = GgufValue::Type::array;
-        v.element_type = GgufValue::Type::f32;
-        for (const float x : values) {
-            GgufValue e;
-            e.type = GgufValue::Type::f32;
-            e.real_value = x;
-            v.elements.push_back(e);
-        }
-        add(key, std::move(v));
+        add_numbers(key, GgufValue::Type::f32, values, &GgufValue::real_value);
     }
 
     // A tensor of `type` with dimensions ne (ggml order: innermost first); produce() returns its
@@ -111,6 +93,20 @@ public:
     }
 
 private:
+    // An array of numbers, each stored in the GgufValue member `field`.
+    template <class T, class Field>
+    void add_numbers(const std::string& key, GgufValue::Type type, const std::vector<T>& values, Field GgufValue::*field) {
+        GgufValue v;
+        v.type = GgufValue::Type::array;
+        v.element_type = type;
+        for (const T x : values) {
+            GgufValue e;
+            e.type = type;
+            e.*field = static_cast<Field>(x);
+            v.elements.push_back(std::move(e));
+        }
+        add(key, std::move(v));
+    }
     struct Tensor {
         std::string name;
         GgmlType type;

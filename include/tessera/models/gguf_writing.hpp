@@ -4,7 +4,6 @@
 // convert_hf_to_gguf.py writes it: byte-level BPE as "gpt2", SentencePiece's BPE as "llama".
 #include <cstdint>  // std::int32_t, std::uint32_t
 #include <optional> // std::optional
-#include <span>     // std::span
 #include <string>   // std::string
 #include <vector>   // std::vector
 
@@ -30,39 +29,6 @@ inline io::GgmlType ggml_type_of(WeightFormatId format) noexcept {
         case WeightFormatId::f32: break;
     }
     return io::GgmlType::f32;
-}
-
-// tokenizer.ggml.model "gpt2" with its pre-tokenizer, the tokens and their types, the merges,
-// BOS (GPT-2's: its EOS, as llama.cpp's converter writes it) and EOS, add_bos_token.
-// A model with more rows than the tokenizer has tokens (Qwen's padding) gets "[PAD<id>]" tokens
-// of type unused up to `model_vocab_size`, as llama.cpp's converter writes them.
-// A SentencePiece-style tokenizer.json (the characters alphabet) is written as "llama": see
-// add_sentencepiece_tokenizer.
-inline void add_sentencepiece_tokenizer(io::GgufWriter& w, const BpeTokenizer& tokenizer, std::size_t model_vocab_size = 0);
-inline void add_bpe_tokenizer(io::GgufWriter& w, const BpeTokenizer& tokenizer, std::size_t model_vocab_size = 0) {
-    if (tokenizer.options().alphabet != BpeTokenizer::Alphabet::byte_level) {
-        return add_sentencepiece_tokenizer(w, tokenizer, model_vocab_size);
-    }
-    w.add_string("tokenizer.ggml.model", "gpt2");
-    w.add_string("tokenizer.ggml.pre", std::string(gguf_pre_tokenizer_name(tokenizer.options().pre)));
-    std::vector<std::string> tokens;
-    std::vector<std::int32_t> types;
-    for (std::size_t id = 0; id < tokenizer.vocab_size(); ++id) {
-        tokens.push_back(tokenizer.token_text(static_cast<TokenId>(id)));
-        types.push_back(static_cast<std::int32_t>(tokenizer.token_type(static_cast<TokenId>(id))));
-    }
-    for (std::size_t id = tokenizer.vocab_size(); id < model_vocab_size; ++id) {
-        tokens.push_back("[PAD" + std::to_string(id) + "]");
-        types.push_back(static_cast<std::int32_t>(TokenType::unused));
-    }
-    w.add_strings("tokenizer.ggml.tokens", tokens);
-    w.add_i32s("tokenizer.ggml.token_type", types);
-    w.add_strings("tokenizer.ggml.merges", tokenizer.merge_texts());
-    if (const auto bos = tokenizer.bos_id() ? tokenizer.bos_id() : tokenizer.eos_id()) {
-        w.add_u32("tokenizer.ggml.bos_token_id", static_cast<std::uint32_t>(*bos));
-    }
-    if (const auto eos = tokenizer.eos_id()) w.add_u32("tokenizer.ggml.eos_token_id", static_cast<std::uint32_t>(*eos));
-    if (tokenizer.prompt_start()) w.add_bool("tokenizer.ggml.add_bos_token", true);
 }
 
 // The tokenizer.ggml.* metadata of SentencePiece's BPE ("llama"): pieces, scores, types, the
@@ -110,7 +76,7 @@ inline void add_sentencepiece_tokenizer(io::GgufWriter& w, const SentencePieceTo
 // here, which merges a text in another order than the file's.) Tokens no merge makes score
 // below every merge: single characters never merge into anything by score, and a longer one
 // (rare) merges last.
-inline void add_sentencepiece_tokenizer(io::GgufWriter& w, const BpeTokenizer& tokenizer, std::size_t model_vocab_size) {
+inline void add_sentencepiece_tokenizer(io::GgufWriter& w, const BpeTokenizer& tokenizer, std::size_t model_vocab_size = 0) {
     const auto& o = tokenizer.options();
     SentencePieceMetadata m{{}, {}, {}, o.bos, o.eos, o.unknown, o.space_prefix != BpeTokenizer::SpacePrefix::never, o.add_bos};
     const std::vector<std::int32_t> ranks = tokenizer.first_merge_ranks();
@@ -126,6 +92,37 @@ inline void add_sentencepiece_tokenizer(io::GgufWriter& w, const BpeTokenizer& t
         m.pieces.push_back(std::move(text));
     }
     add_sentencepiece_metadata(w, std::move(m), model_vocab_size);
+}
+
+// tokenizer.ggml.model "gpt2" with its pre-tokenizer, the tokens and their types, the merges,
+// BOS (GPT-2's: its EOS, as llama.cpp's converter writes it) and EOS, add_bos_token.
+// A model with more rows than the tokenizer has tokens (Qwen's padding) gets "[PAD<id>]" tokens
+// of type unused up to `model_vocab_size`, as llama.cpp's converter writes them.
+// A SentencePiece-style tokenizer.json (the characters alphabet) is written as "llama".
+inline void add_bpe_tokenizer(io::GgufWriter& w, const BpeTokenizer& tokenizer, std::size_t model_vocab_size = 0) {
+    if (tokenizer.options().alphabet != BpeTokenizer::Alphabet::byte_level) {
+        return add_sentencepiece_tokenizer(w, tokenizer, model_vocab_size);
+    }
+    w.add_string("tokenizer.ggml.model", "gpt2");
+    w.add_string("tokenizer.ggml.pre", std::string(gguf_pre_tokenizer_name(tokenizer.options().pre)));
+    std::vector<std::string> tokens;
+    std::vector<std::int32_t> types;
+    for (std::size_t id = 0; id < tokenizer.vocab_size(); ++id) {
+        tokens.push_back(tokenizer.token_text(static_cast<TokenId>(id)));
+        types.push_back(static_cast<std::int32_t>(tokenizer.token_type(static_cast<TokenId>(id))));
+    }
+    for (std::size_t id = tokenizer.vocab_size(); id < model_vocab_size; ++id) {
+        tokens.push_back("[PAD" + std::to_string(id) + "]");
+        types.push_back(static_cast<std::int32_t>(TokenType::unused));
+    }
+    w.add_strings("tokenizer.ggml.tokens", tokens);
+    w.add_i32s("tokenizer.ggml.token_type", types);
+    w.add_strings("tokenizer.ggml.merges", tokenizer.merge_texts());
+    if (const auto bos = tokenizer.bos_id() ? tokenizer.bos_id() : tokenizer.eos_id()) {
+        w.add_u32("tokenizer.ggml.bos_token_id", static_cast<std::uint32_t>(*bos));
+    }
+    if (const auto eos = tokenizer.eos_id()) w.add_u32("tokenizer.ggml.eos_token_id", static_cast<std::uint32_t>(*eos));
+    if (tokenizer.prompt_start()) w.add_bool("tokenizer.ggml.add_bos_token", true);
 }
 
 }  // namespace tessera

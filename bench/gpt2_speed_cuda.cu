@@ -118,6 +118,13 @@ int main(int argc, char** argv) {
                         step_bytes * rate / 1e9, step_bytes * rate / bandwidth);
         }
         cuda.use_graphs(true);
+        // Host-bound or device-bound: the GPU's busy time in the graph launches of one run.
+        cuda.time_graph_launches(true);
+        const double wall = run_tg();
+        const double busy = cuda.take_graph_launch_seconds();
+        cuda.time_graph_launches(false);
+        std::printf("tg%zu with CUDA graphs, one run: the device busy %.3f of %.3f ms per token (%.2f); over that time %.0f GB/s = %.2f of the read bandwidth\n",
+                    tg, 1e3 * busy / tg, 1e3 * wall / tg, busy / wall, step_bytes * tg / busy / 1e9, step_bytes * tg / busy / bandwidth);
         const double t = best([&] { return runs.tg_argmax(tg); });
         std::printf("tg%zu greedy, argmax on the device (one id copied back per token): %.0f tokens/s (%.3f ms/token)\n", tg,
                     tg / t, 1e3 * t / tg);

@@ -60,8 +60,8 @@ struct Pair {
 // m <= 8: the skinny kernel (vector loads when k % 4 == 0), m > 8: cuBLAS + the bias kernel.
 TEST_CASE("cuda gemm and gemv match the CPU", "[cuda]") {
     const std::size_t m = GENERATE(1u, 3u, 8u, 9u, 130u);
-    const std::size_t n = GENERATE(1u, 17u, 769u);
-    const std::size_t k = GENERATE(1u, 3u, 768u, 769u);
+    const std::size_t n = GENERATE(1u, 17u, 769u, 3000u);
+    const std::size_t k = GENERATE(1u, 3u, 768u, 769u, 3072u);
     Pair<dyn, dyn> a(1, m, k), w(2, n, k), c(3, m, n);
     Pair<dyn> bias(4, n), x(5, k), y(6, n);
     gemm(host_backend(), a.host, w.host, bias.host, c.host);

@@ -225,8 +225,20 @@ public:
                     VectorView<const float, Cuda> beta, float eps, MatrixView<float, Cuda> out) {
         const auto on = activate();
         if (x.extent(0) == 0) return;
-        gpu::layer_norm_kernel<<<static_cast<unsigned>(x.extent(0)), gpu::row_block_threads, 0, stream_>>>(
-            x.data(), gamma.data(), beta.data(), eps, out.data(), x.extent(1));
+        const std::size_t cols = x.extent(1);
+        if (cols > gpu::layer_norm_max_cols) {
+            throw BackendError("layer_norm: rows of " + std::to_string(cols) + " values; the CUDA kernel takes at most " +
+                               std::to_string(gpu::layer_norm_max_cols));
+        }
+        const auto launch = [&](auto kernel, int threads) {
+            kernel<<<static_cast<unsigned>(x.extent(0)), threads, 0, stream_>>>(x.data(), gamma.data(), beta.data(), eps,
+                                                                               out.data(), cols);
+        };
+        const std::size_t t = gpu::row_block_threads;
+        if (cols <= 4 * t) launch(gpu::layer_norm_kernel<4>, gpu::row_block_threads);
+        else if (cols <= 16 * t) launch(gpu::layer_norm_kernel<16>, gpu::row_block_threads);
+        else if (cols <= 16 * 1024) launch(gpu::layer_norm_kernel<16>, 1024);
+        else launch(gpu::layer_norm_kernel<64>, 1024);
         gpu::check_launch("layer_norm_kernel");
     }
 
@@ -273,6 +285,15 @@ public:
         else step();
     }
     void use_graphs(bool on) noexcept { use_graphs_ = on; }
+    // GraphRunner's measurement hook: the device time of the graph launches since the last call.
+    void time_graph_launches(bool on) {
+        const auto active = activate();
+        graph_.time_launches(on);
+    }
+    double take_graph_launch_seconds() {
+        const auto active = activate();
+        return graph_.take_timed_seconds();
+    }
 
 private:
     int device_;

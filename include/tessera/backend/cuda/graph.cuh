@@ -17,10 +17,31 @@ namespace tessera::gpu {
 class GraphRunner {
 public:
     GraphRunner() = default;
-    GraphRunner(GraphRunner&& other) noexcept : exec_(std::exchange(other.exec_, nullptr)) {}
+    GraphRunner(GraphRunner&& other) noexcept
+        : exec_(std::exchange(other.exec_, nullptr)), start_(std::exchange(other.start_, nullptr)),
+          stop_(std::exchange(other.stop_, nullptr)), timing_(other.timing_), pending_(other.pending_),
+          timed_seconds_(other.timed_seconds_) {}
     GraphRunner& operator=(GraphRunner&&) = delete;
     ~GraphRunner() {
         if (exec_ != nullptr) cudaGraphExecDestroy(exec_);
+        if (start_ != nullptr) cudaEventDestroy(start_);
+        if (stop_ != nullptr) cudaEventDestroy(stop_);
+    }
+
+    // A measurement hook: while on, each launch is timed on the device by two events around it,
+    // and timed_seconds() sums them. Set against a step's wall time, it says how much of the step
+    // the GPU is busy; the rest is the host capturing the step and updating the graph.
+    void time_launches(bool on) {
+        if (on && start_ == nullptr) {
+            check(cudaEventCreate(&start_), "cudaEventCreate");
+            check(cudaEventCreate(&stop_), "cudaEventCreate");
+        }
+        timing_ = on;
+    }
+    // The sum so far (waits for the last timed launch), and back to zero.
+    double take_timed_seconds() {
+        collect();
+        return std::exchange(timed_seconds_, 0.0);
     }
 
     // Captures what step() queues on `stream` and launches it there. step must not synchronise,
@@ -48,7 +69,15 @@ public:
             }
         }
         if (exec_ == nullptr) check(cudaGraphInstantiate(&exec_, graph, 0ULL), "cudaGraphInstantiate");
+        if (timing_) {
+            collect();
+            check(cudaEventRecord(start_, stream), "cudaEventRecord");
+        }
         check(cudaGraphLaunch(exec_, stream), "cudaGraphLaunch");
+        if (timing_) {
+            check(cudaEventRecord(stop_, stream), "cudaEventRecord");
+            pending_ = true;
+        }
     }
 
 private:
@@ -57,6 +86,18 @@ private:
         ~Owned() { cudaGraphDestroy(graph); }
     };
     cudaGraphExec_t exec_ = nullptr;
+    cudaEvent_t start_ = nullptr, stop_ = nullptr;  // time_launches' events, made when first on
+    bool timing_ = false, pending_ = false;          // pending_: a timed launch not yet summed
+    double timed_seconds_ = 0;
+
+    void collect() {
+        if (!pending_) return;
+        check(cudaEventSynchronize(stop_), "cudaEventSynchronize");
+        float ms = 0;
+        check(cudaEventElapsedTime(&ms, start_, stop_), "cudaEventElapsedTime");
+        timed_seconds_ += ms * 1e-3;
+        pending_ = false;
+    }
 };
 
 }  // namespace tessera::gpu

@@ -1,6 +1,6 @@
 // quantize: a GPT-2 or a Llama-family model (llama, qwen2, qwen3; a Hugging Face directory or a
 // GGUF file) as one GGUF file in llama.cpp's layout, its matrices in the format asked for
-// (models/gguf_file_format.hpp; the K-quant mixes for GPT-2 only so far), with its tokenizer:
+// (models/gguf_file_format.hpp: a model format, or llama-quantize's K-quant mixes), with its tokenizer:
 // all `generate --model FILE.gguf` (or llama.cpp) needs.
 //
 //   quantize --model models/gpt2 --weights q8_0 --out gpt2-q8_0.gguf
@@ -28,7 +28,7 @@
 
 int main(int argc, char** argv) {
     CLI::App app{"Write a GPT-2 or a Llama-family model as a GGUF file (llama.cpp's layout) with its matrices in f32, bf16, "
-                 "q8_0, q4_0, or (GPT-2) as llama-quantize's q4_k_m, q5_k_m or q6_k"};
+                 "q8_0, q4_0, or as llama-quantize's q4_k_m, q5_k_m or q6_k"};
     std::string model, out, name;
     app.add_option("--model", model,
                    "a GGUF file, or a directory with config.json and model.safetensors (or its shards), and vocab.json and merges.txt "

@@ -255,6 +255,31 @@ TEST_CASE("Llama family: a bad safetensors index is refused naming it", "[llama]
 // file alike (a GGUF file's q/k rows are not permuted twice); Llama 3's rope_freqs within float
 // rounding (the reference computes the factors from float32 frequencies). The metadata
 // reads back as the same shape.
+namespace {
+// got's tensors equal want's: names, types, shapes and bytes (rope_freqs within float rounding).
+void check_same_tensors(const io::GgufFile& got, const io::GgufFile& want) {
+    REQUIRE(got.tensors().size() == want.tensors().size());
+    for (const io::GgufTensorInfo& w : want.tensors()) {
+        INFO(w.name);
+        const io::GgufTensorInfo* g = got.find_tensor(w.name);
+        REQUIRE(g != nullptr);
+        CHECK(io::ggml_type_name(g->type) == io::ggml_type_name(w.type));
+        CHECK(g->ne == w.ne);
+        std::vector<std::byte> a(g->bytes), b(w.bytes);
+        got.read(*g, a);
+        want.read(w, b);
+        if (w.name != "rope_freqs.weight") {
+            CHECK(a == b);
+            continue;
+        }
+        std::vector<float> x(w.elements()), y(w.elements());
+        got.read_float_range(*g, 0, x);
+        want.read_float_range(w, 0, y);
+        for (std::size_t i = 0; i < x.size(); ++i) CHECK(std::fabs(x[i] - y[i]) <= 1e-6f * std::fabs(y[i]));
+    }
+}
+}  // namespace
+
 TEST_CASE("Llama family: quantize writes the converter's tensors", "[llama][quantize]") {
     namespace fs = std::filesystem;
     const std::string config = GENERATE(as<std::string>{}, "llama-tiny", "qwen2-tiny", "qwen3-tiny", "qwen2-yarn-tiny");
@@ -269,37 +294,53 @@ TEST_CASE("Llama family: quantize writes the converter's tensors", "[llama][quan
     }
     const io::GgufFile got(out), want(fixtures + "/" + config + "-" + format + ".gguf");
     LlamaShape got_shape = gguf_llama_shape(got), want_shape = gguf_llama_shape(want);
-    got_shape.rope.scaling.pair_factors.clear();  // compared below, within float rounding
+    got_shape.rope.scaling.pair_factors.clear();  // compared by check_same_tensors, within float rounding
     want_shape.rope.scaling.pair_factors.clear();
     CHECK(got_shape == want_shape);
-    REQUIRE(got.tensors().size() == want.tensors().size());
-    for (const io::GgufTensorInfo& w : want.tensors()) {
-        INFO(w.name);
-        const io::GgufTensorInfo* g = got.find_tensor(w.name);
-        REQUIRE(g != nullptr);
-        CHECK(g->type == w.type);
-        CHECK(g->ne == w.ne);
-        std::vector<std::byte> a(g->bytes), b(w.bytes);
-        got.read(*g, a);
-        want.read(w, b);
-        if (w.name != "rope_freqs.weight") {
-            CHECK(a == b);
-            continue;
-        }
-        std::vector<float> x(w.elements()), y(w.elements());
-        got.read_float_range(*g, 0, x);
-        want.read_float_range(w, 0, y);
-        for (std::size_t i = 0; i < x.size(); ++i) CHECK(std::fabs(x[i] - y[i]) <= 1e-6f * std::fabs(y[i]));
-    }
+    check_same_tensors(got, want);
     fs::remove(out);
 }
 
-TEST_CASE("Llama family: quantize refuses the K-quant mixes for now, naming them", "[llama][quantize][errors]") {
-    const LlamaFiles files(fixtures + "/llama-tiny-f32.gguf");
-    const auto out = std::filesystem::temp_directory_path() / ("tessera_llama_mix_" + std::to_string(::getpid()) + ".gguf");
-    CHECK_THROWS_WITH(write_llama_gguf(files, nullptr, *GgufFileFormat::named("q4_k_m"), out, "x"),
-                      Catch::Contains("q4_k_m is written for GPT-2 only so far"));
-    CHECK(!std::filesystem::exists(out));
+// llama-quantize's mixes: each tensor's type as its llama_tensor_get_type picks it (the head Q6_K,
+// attn_v and ffn_down Q6_K in use_more_bits's layers, the rest the mix's type; Q8_0, Q5_0 and
+// Q5_1 where rows are not whole super-blocks), as the reference writer (tools/
+// quantize_reference.py's independent llama_mix_type and quantizers) writes them, byte for byte;
+// and the file runs: its logits near the float64 reference over the weights it holds (widened to
+// float as they load: f32 products).
+TEST_CASE("Llama family: quantize writes llama-quantize's K-quant mixes and they run", "[llama][quantize]") {
+    namespace fs = std::filesystem;
+    const std::string config = GENERATE(as<std::string>{}, "llama-tiny", "qwen2-tiny", "llama-256-tiny");
+    const std::string mix = GENERATE(as<std::string>{}, "q4_k_m", "q5_k_m", "q6_k");
+    INFO(config << " as " << mix);
+    const fs::path out = fs::temp_directory_path() / ("tessera_llama_mix_" + std::to_string(::getpid()) + ".gguf");
+    {
+        const LlamaFiles files(fixtures + "/" + config);
+        write_llama_gguf(files, nullptr, *GgufFileFormat::named(mix), out, config);
+    }
+    const io::GgufFile got(out), want(fixtures + "/" + config + "-" + mix + ".gguf");
+    CHECK(gguf_llama_shape(got) == gguf_llama_shape(want));
+    check_same_tensors(got, want);
+    if (config == "llama-256-tiny") {  // the mix's own types, not fallbacks
+        const auto type = [&](const std::string& name) { return std::string(io::ggml_type_name(got.tensor(name).type)); };
+        const std::string own = mix == "q4_k_m" ? "Q4_K" : mix == "q5_k_m" ? "Q5_K" : "Q6_K";
+        CHECK(type("output.weight") == "Q6_K");
+        CHECK(type("token_embd.weight") == own);
+        CHECK(type("blk.1.attn_q.weight") == own);
+        CHECK(type("blk.1.attn_v.weight") == own);
+        CHECK(type("blk.3.attn_v.weight") == "Q6_K");
+        CHECK(type("blk.6.ffn_down.weight") == "Q6_K");
+        CHECK(type("blk.5.ffn_down.weight") == own);
+    }
+    {
+        Cpu cpu(2);
+        const auto model = open_llama(cpu, out.string(), nullptr, WeightFormatId::f32);  // (all-Q8_0 files run Q8_0 by default)
+        const Difference d = compare(model->prefill_all(fixture_tokens()), reference_logits(config, "logits-" + mix + ".f64"));
+        INFO("max abs difference " << d.worst << ", largest |logit| " << d.scale);
+        // f32 arithmetic: the 8-layer llama-256-tiny's own f32 checkpoint is 2.0e-4 (1.0e-5 of its
+        // largest logit) from its reference; a wrong type or block moves logits by 1e-2 and more.
+        CHECK(d.worst <= 2e-5 * d.scale);
+    }
+    fs::remove(out);
 }
 
 // What tessera does not run is refused by name, before anything is allocated.

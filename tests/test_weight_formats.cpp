@@ -103,6 +103,8 @@ TEST_CASE("Quantization is GGML's reference algorithm, bit for bit", "[formats]"
     REQUIRE(x.size() == 12 * 256);
     CHECK(stored_bytes<Q8_0>(x) == read_bytes("q8_0.bin"));
     CHECK(stored_bytes<Q4_0>(x) == read_bytes("q4_0.bin"));
+    CHECK(stored_bytes<Q5_0>(x) == read_bytes("q5_0.bin"));
+    CHECK(stored_bytes<Q5_1>(x) == read_bytes("q5_1.bin"));
     CHECK(stored_bytes<Q6_K>(x) == read_bytes("q6_k.bin"));
     CHECK(stored_bytes<Q4_K>(x) == read_bytes("q4_k.bin"));
     CHECK(stored_bytes<Q5_K>(x) == read_bytes("q5_k.bin"));
@@ -121,6 +123,8 @@ TEST_CASE("Dequantization gives the weights the blocks hold", "[formats]") {
     };
     check("q8_0", Q8_0{});
     check("q4_0", Q4_0{});
+    check("q5_0", Q5_0{});
+    check("q5_1", Q5_1{});
     check("q6_k", Q6_K{});
     check("q4_k", Q4_K{});
     check("q5_k", Q5_K{});

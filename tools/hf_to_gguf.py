@@ -113,8 +113,6 @@ def main():
         outtype = "q8_0" if args.outtype == "q4_0" and name in ("wte.weight", "lm_head.weight") else args.outtype
         if matrix and args.outtype in MIXES:
             outtype = q.k_mix_type(args.outtype, name, a.shape[1], cfg["n_layer"], tied)
-            if outtype is None:
-                sys.exit(f"{name}: rows of {a.shape[1]} are not whole 256s (llama-quantize: Q5_0 / Q5_1)")
             kind, raw, _ = q.quantize_as(outtype, a)
         else:
             kind, raw = encode(a, outtype) if matrix else ("F32", np.ascontiguousarray(a).tobytes())

@@ -13,7 +13,7 @@ layout, and the GGUF files llama.cpp's converter would write from them.
     # the GGUF file: llama.cpp's names and metadata, q and k rows permuted for "llama" (the
     # converter's permute), Llama 3's rope scaling as rope_freqs.weight; --set KEY=u32:N (or
     # f32:X, str:S) replaces or adds metadata (the bad-input fixtures)
-    /usr/bin/python3 tools/llama_reference.py gguf --model DIR --out F.gguf [--outtype f32|f16|bf16|q8_0|q4_0]
+    /usr/bin/python3 tools/llama_reference.py gguf --model DIR --out F.gguf [--outtype f32|f16|bf16|q8_0|q4_0|q4_k_m|q5_k_m|q6_k]
     # random f32 weights at a published shape (smollm2-135m, qwen2.5-0.5b, llama-3.2-1b), for speed
     /usr/bin/python3 tools/llama_reference.py gguf-random --config smollm2-135m --out smollm2-135m-f32.gguf
 
@@ -53,6 +53,10 @@ CONFIGS = {
     "qwen2-yarn-tiny": ("qwen2", 2, 64, 4, 2, None, 128, 96, 300,
                         {"rope_theta": 10000.0, "rms_norm_eps": 1e-6, "tie_word_embeddings": True,
                          "rope_scaling": {"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 24}}),
+    # rows of 256 (whole K-quant super-blocks) and 8 layers (llama-quantize's use_more_bits picks
+    # layers 0, 3, 6 and 7): the K-quant mixes' own types, where the 64-wide ones fall back
+    "llama-256-tiny": ("llama", 8, 256, 4, 2, None, 256, 96, 256,
+                       {"rope_theta": 10000.0, "rms_norm_eps": 1e-5, "tie_word_embeddings": False}),
     # a SentencePiece vocabulary's size (tests/data/sentencepiece: gguf --sentencepiece)
     "llama-spm-tiny": ("llama", 2, 64, 4, 2, None, 96, 96, 1000,
                        {"rope_theta": 10000.0, "rms_norm_eps": 1e-5, "tie_word_embeddings": True}),
@@ -252,15 +256,25 @@ def held(rows, kind):
     return q.quantize_as(kind, x)[2].astype(np.float64).reshape(rows.shape)
 
 
-def store_weights(w, fmt):
+MIXES = ("q4_k_m", "q5_k_m", "q6_k")
+
+
+def store_weights(w, fmt, cfg):
     """The matrices tessera stores in `fmt` (the blocks' projections; the embedding / head, which a
-    q4_0 model keeps in q8_0) replaced by the weights that format holds."""
+    q4_0 model keeps in q8_0) replaced by the weights that format holds; a K-quant mix's types per
+    tensor as llama-quantize picks them (quantize_reference.llama_mix_type)."""
     out = dict(w)
+    tied = cfg.get("tie_word_embeddings", False)
     for name in w:
-        if name.endswith(MATRICES):
-            out[name] = held(w[name], fmt)
-        elif name in ("model.embed_tokens.weight", "lm_head.weight"):
-            out[name] = held(w[name], "q8_0" if fmt == "q4_0" else fmt)
+        if not (name.endswith(MATRICES) or name in ("model.embed_tokens.weight", "lm_head.weight")):
+            continue
+        if fmt in MIXES:
+            kind = q.llama_mix_type(fmt, name, w[name].shape[1], cfg["num_hidden_layers"], tied)
+        elif name.endswith(MATRICES):
+            kind = fmt
+        else:
+            kind = "q8_0" if fmt == "q4_0" else fmt
+        out[name] = held(w[name], kind)
     return out
 
 
@@ -283,7 +297,7 @@ def gguf_name(hf):
     return f"blk.{layer}.{in_block[stem]}.{kind}"
 
 
-FILE_TYPE = {"f32": 0, "f16": 1, "q4_0": 2, "q8_0": 7, "bf16": 32}
+FILE_TYPE = {"f32": 0, "f16": 1, "q4_0": 2, "q8_0": 7, "bf16": 32, "q4_k_m": 15, "q5_k_m": 17, "q6_k": 18}
 
 
 def tokenizer_metadata(model_dir, arch, vocab):
@@ -316,7 +330,7 @@ def write_gguf(args):
     if scaling and scaling.get("rope_type", scaling.get("type")) == "yarn":  # as convert_hf_to_gguf.py writes YaRN
         meta += [(k + "rope.scaling.type", gw.STRING, "yarn"), (k + "rope.scaling.factor", gw.F32, scaling["factor"]),
                  (k + "rope.scaling.original_context_length", gw.U32, scaling["original_max_position_embeddings"])]
-    if args.outtype in ("q8_0", "q4_0"):
+    if args.outtype in ("q8_0", "q4_0") + MIXES:
         meta.append(("general.quantization_version", gw.U32, 2))
     if args.sentencepiece:  # a SentencePiece model's pieces, as llama.cpp's converter writes them
         import make_sentencepiece_fixture
@@ -351,6 +365,8 @@ def write_gguf(args):
             kind, raw = "F16", a.astype("<f2").tobytes()
         elif args.outtype == "bf16":
             kind, raw = "BF16", q.bf16(a.ravel())
+        elif args.outtype in MIXES:
+            kind, raw, _ = q.quantize_as(q.llama_mix_type(args.outtype, name, a.shape[1], cfg["num_hidden_layers"], tied), a)
         else:
             fmt = "q8_0" if args.outtype == "q4_0" and name in ("model.embed_tokens.weight", "lm_head.weight") else args.outtype
             kind, raw, _ = q.quantize_as(fmt, a)
@@ -424,7 +440,7 @@ def main():
     lg = sub.add_parser("logits")
     lg.add_argument("--model", required=True)
     lg.add_argument("--tokens", required=True)
-    lg.add_argument("--weights", default="f32", choices=["f32", "bf16", "q8_0", "q4_0"])
+    lg.add_argument("--weights", default="f32", choices=["f32", "bf16", "q8_0", "q4_0", *MIXES])
     lg.add_argument("--out", required=True)
     gr = sub.add_parser("greedy")
     gr.add_argument("--model", required=True)
@@ -445,7 +461,7 @@ def main():
         make_checkpoint(args)
     elif args.cmd == "logits":
         cfg, w = gpt2_reference.load(args.model)
-        logits = forward(cfg, store_weights(w, args.weights), [int(t) for t in args.tokens.split(",")])
+        logits = forward(cfg, store_weights(w, args.weights, cfg), [int(t) for t in args.tokens.split(",")])
         logits.astype("<f8").tofile(args.out)
         print(f"wrote {args.out}: {logits.shape}")
     elif args.cmd == "greedy":

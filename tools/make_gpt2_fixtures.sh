@@ -69,6 +69,9 @@ for mix in q4_k_m q5_k_m q6_k; do
   [ -f "$out/wide-8/logits-$mix.f64" ] || $ref logits --model "$out/wide-8" --tokens "$tokens" --weights $mix \
       --out "$out/wide-8/logits-$mix.f64"
 done
+# tiny (64 wide) in q4_k_m: llama-quantize's fallbacks (Q5_0, Q5_1, Q8_0) instead of the K types
+[ -f "$out/tiny/logits-q4_k_m.f64" ] || $ref logits --model "$out/tiny" --tokens "$tokens" --weights q4_k_m \
+    --out "$out/tiny/logits-q4_k_m.f64"
 [ -f "$out/wide/logits-q5_k.f64" ] || $ref logits --model "$out/wide" --tokens "$tokens" --weights q5_k \
     --out "$out/wide/logits-q5_k.f64"
 # Greedy continuations: 64 steps, or as many as the context leaves after the 3-token prompt.

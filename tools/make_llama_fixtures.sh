@@ -31,6 +31,19 @@ for config in llama-tiny qwen2-tiny qwen3-tiny qwen2-yarn-tiny; do
     [ -f "$d/logits-$fmt.f64" ] || $ref logits --model "$d" --tokens "$tokens" --weights "$fmt" --out "$d/logits-$fmt.f64" >/dev/null
   done
 done
+# llama-quantize's K-quant mixes as the reference writes them (types per tensor as llama-quantize
+# picks them, GGML's reference quantizers) and the logits of the weights each holds: of the
+# 64-wide llama and qwen2 (every K type falls back: Q5_0, Q5_1, Q8_0) and a 256-wide llama.
+d=$out/llama-256-tiny
+[ -f "$d/logits.f64" ] || { $ref checkpoint --config llama-256-tiny --seed 12 --out "$d" >/dev/null &&
+                            $ref logits --model "$d" --tokens "$tokens" --out "$d/logits.f64" >/dev/null; }
+for config in llama-tiny qwen2-tiny llama-256-tiny; do
+  for mix in q4_k_m q5_k_m q6_k; do
+    [ -f "$out/$config-$mix.gguf" ] || $ref gguf --model "$out/$config" --outtype $mix --out "$out/$config-$mix.gguf" >/dev/null
+    [ -f "$out/$config/logits-$mix.f64" ] || $ref logits --model "$out/$config" --tokens "$tokens" --weights $mix \
+        --out "$out/$config/logits-$mix.f64" >/dev/null
+  done
+done
 # The same llama checkpoint in bf16 safetensors (loaded as float).
 [ -f "$out/llama-tiny-bf16/config.json" ] || $ref checkpoint --config llama-tiny --seed 2 --dtype BF16 --out "$out/llama-tiny-bf16" >/dev/null
 [ -f "$out/llama-tiny-bf16/logits.f64" ] || $ref logits --model "$out/llama-tiny-bf16" --tokens "$tokens" --out "$out/llama-tiny-bf16/logits.f64" >/dev/null

@@ -1,12 +1,14 @@
 #!/usr/bin/python3
-"""GGML's reference quantization (quantize_row_q8_0_ref, quantize_row_q4_0_ref,
-quantize_row_q6_K_ref, quantize_row_q4_K_ref, quantize_row_q5_K_ref, bf16 rounding) in numpy, independent of tessera's C++
+"""GGML's reference quantization (quantize_row_q8_0_ref, quantize_row_q4_0_ref, quantize_row_q5_0_ref,
+quantize_row_q5_1_ref, quantize_row_q6_K_ref, quantize_row_q4_K_ref, quantize_row_q5_K_ref, bf16 rounding) in
+numpy, independent of tessera's C++
 (core/weight_formats.hpp), and the test vectors it writes:
 
   /usr/bin/python3 tools/quantize_reference.py tests/data/quantization   (needs python3-numpy)
 
 writes inputs.f32 (rows of 256 float32: normal, outliers, zeros, ties, tiny, large, clamped),
-q8_0.bin, q4_0.bin (GGUF block layout: f16 d, then the quants), q6_k.bin, q4_k.bin, q5_k.bin and bf16.bin, all little-endian,
+q8_0.bin, q4_0.bin (GGUF block layout: f16 d, then the quants), q5_0.bin, q5_1.bin, q6_k.bin, q4_k.bin, q5_k.bin and
+bf16.bin, all little-endian,
 and the weights each holds (dequantized: d widened to float32 times the quant) as *.dequant.f32.
 """
 import pathlib
@@ -45,6 +47,58 @@ def q4_0(x):
         packed = (q[:16] | (q[16:] << 4)).astype(np.uint8)
         out += np.float16(d).tobytes() + packed.tobytes()
     return bytes(out)
+
+
+def five_bits(q):
+    """Q5_0 / Q5_1's 32 quants: qh (bit j: the fifth bit of quant j, little-endian), then qs
+    (quant j's low four bits in the low nibble of byte j, quant j + 16's in the high one)."""
+    qh = int(sum(int((v >> 4) & 1) << j for j, v in enumerate(q)))
+    qs = ((q[:16] & 15) | ((q[16:] & 15) << 4)).astype(np.uint8)
+    return qh.to_bytes(4, "little") + qs.tobytes()
+
+
+def q5_0(x):
+    out = bytearray()
+    for block in x.reshape(-1, 32):
+        m = block[int(np.argmax(np.abs(block)))]  # the first of largest magnitude
+        d = np.float32(m / np.float32(-16))
+        inv = np.float32(1) / d if d != 0 else np.float32(0)
+        shifted = ((block * inv).astype(np.float32) + np.float32(16.5)).astype(np.float32)
+        q = np.minimum(31, np.trunc(shifted.astype(np.float64)).astype(np.int64))
+        out += np.float16(d).tobytes() + five_bits(q)
+    return bytes(out)
+
+
+def q5_1(x):
+    out = bytearray()
+    for block in x.reshape(-1, 32):
+        lo, hi = np.float32(block.min()), np.float32(block.max())
+        d = np.float32((hi - lo) / np.float32(31))
+        inv = np.float32(1) / d if d != 0 else np.float32(0)
+        shifted = (((block - lo).astype(np.float32) * inv).astype(np.float32) + np.float32(0.5)).astype(np.float32)
+        q = np.trunc(shifted.astype(np.float64)).astype(np.int64) & 255  # C's (uint8_t) of the float
+        out += np.float16(d).tobytes() + np.float16(lo).tobytes() + five_bits(q)
+    return bytes(out)
+
+
+def dequantize_q5(blocks, kind):
+    """GGML's dequantize_row_q5_0 (d * (q - 16)) / q5_1 (d * q + m)."""
+    size = 22 if kind == "q5_0" else 24
+    out = []
+    for i in range(0, len(blocks), size):
+        b = blocks[i:i + size]
+        d = np.frombuffer(b[0:2], dtype="<f2")[0].astype(np.float32)
+        at = 2 if kind == "q5_0" else 4
+        qh = int.from_bytes(b[at:at + 4], "little")
+        p = np.frombuffer(b[at + 4:at + 20], dtype=np.uint8).astype(np.int64)
+        high = np.array([(qh >> j) & 1 for j in range(32)], dtype=np.int64) << 4
+        q = np.concatenate([p & 15, p >> 4]) | high
+        if kind == "q5_0":
+            out.append(((q - 16).astype(np.float32) * d).astype(np.float32))
+        else:
+            m = np.frombuffer(b[2:4], dtype="<f2")[0].astype(np.float32)
+            out.append(((q.astype(np.float32) * d).astype(np.float32) + m).astype(np.float32))
+    return np.concatenate(out)
 
 
 def dequantize(blocks, kind):
@@ -300,26 +354,48 @@ def dequantize_k(blocks, kind):
     return np.concatenate(out)
 
 
+def use_more_bits(i, n):
+    """llama-quantize's choice of the layers whose ffn_down (and attn_v) get Q6_K."""
+    return i < n // 8 or i >= 7 * n // 8 or (i - n // 8) % 3 == 2
+
+
+def fitted(kind, cols):
+    """llama-quantize's fallback where rows are not whole super-blocks of 256."""
+    if cols % 256 == 0:
+        return kind
+    return {"q6_k": "q8_0", "q4_k": "q5_0", "q5_k": "q5_1"}.get(kind, kind)
+
+
 def k_mix_type(mix, name, cols, n_layer, tied):
     """The type llama-quantize (llama_tensor_get_type, architecture gpt2, no importance matrix)
     gives the GPT-2 matrix `name` (Hugging Face's: "h.3.mlp.c_proj.weight") in a q4_k_m, q5_k_m
-    or q6_k file: the head (lm_head, or wte when tied) q6_k, or q8_0 where its rows are not
-    whole 256s; c_attn (GGUF's attn_qkv) q5_k in q4_k_m, else q6_k; c_proj of the MLP (ffn_down)
-    q6_k in the layers use_more_bits picks; the rest the mix's own type. None for a K-type
-    whose rows are not whole 256s (llama-quantize's Q5_0 / Q5_1 fallback)."""
+    or q6_k file: the head (lm_head, or wte when tied) q6_k; c_attn (GGUF's attn_qkv) q5_k in
+    q4_k_m, else q6_k; c_proj of the MLP (ffn_down) q6_k in the layers use_more_bits picks; the
+    rest the mix's own type; then the fallback where rows are not whole 256s."""
     own = {"q4_k_m": "q4_k", "q5_k_m": "q5_k", "q6_k": "q6_k"}[mix]
     if name == "lm_head.weight" or (name == "wte.weight" and tied):
-        return "q6_k" if cols % 256 == 0 else "q8_0"
+        return fitted("q6_k", cols)
     kind = own
     if name.endswith("attn.c_attn.weight"):
         kind = "q5_k" if mix == "q4_k_m" else "q6_k"
-    if name.endswith("mlp.c_proj.weight") and mix != "q6_k":
-        i, n = int(name.split(".")[1]), n_layer
-        if i < n // 8 or i >= 7 * n // 8 or (i - n // 8) % 3 == 2:
-            kind = "q6_k"
-    if cols % 256 != 0:
-        return "q8_0" if kind == "q6_k" else None
-    return kind
+    if name.endswith("mlp.c_proj.weight") and mix != "q6_k" and use_more_bits(int(name.split(".")[1]), n_layer):
+        kind = "q6_k"
+    return fitted(kind, cols)
+
+
+def llama_mix_type(mix, name, cols, n_layer, tied):
+    """The same for a Llama-family matrix (Hugging Face's name: "model.layers.3.mlp.down_proj.weight";
+    architectures llama, qwen2, qwen3): the head (lm_head, or embed_tokens when tied) q6_k;
+    v_proj (attn_v) and down_proj (ffn_down) q6_k in the layers use_more_bits picks (q4_k_m and
+    q5_k_m); the rest, an untied embed_tokens too, the mix's own type; then the fallback."""
+    own = {"q4_k_m": "q4_k", "q5_k_m": "q5_k", "q6_k": "q6_k"}[mix]
+    if name == "lm_head.weight" or (name == "model.embed_tokens.weight" and tied):
+        return fitted("q6_k", cols)
+    kind = own
+    if name.endswith(("self_attn.v_proj.weight", "mlp.down_proj.weight")) and mix != "q6_k" and \
+            use_more_bits(int(name.split(".")[2]), n_layer):
+        kind = "q6_k"
+    return fitted(kind, cols)
 
 
 def quantize_as(kind, x):
@@ -331,6 +407,9 @@ def quantize_as(kind, x):
     if kind == "q6_k":
         blocks = q6_k(x)
         return "Q6_K", blocks, dequantize_q6_k(blocks)
+    if kind in ("q5_0", "q5_1"):
+        blocks = (q5_0 if kind == "q5_0" else q5_1)(x)
+        return kind.upper(), blocks, dequantize_q5(blocks, kind)
     blocks = (q8_0 if kind == "q8_0" else q4_0)(x)
     return kind.upper(), blocks, dequantize(blocks, kind)
 
@@ -372,6 +451,10 @@ def main():
         blocks = quantize(x)
         (out / f"{kind}.bin").write_bytes(blocks)
         (out / f"{kind}.dequant.f32").write_bytes(dequantize(blocks, kind).astype("<f4").tobytes())
+    for kind, quantize in (("q5_0", q5_0), ("q5_1", q5_1)):
+        blocks = quantize(x)
+        (out / f"{kind}.bin").write_bytes(blocks)
+        (out / f"{kind}.dequant.f32").write_bytes(dequantize_q5(blocks, kind).astype("<f4").tobytes())
     blocks = q6_k(x)
     (out / "q6_k.bin").write_bytes(blocks)
     (out / "q6_k.dequant.f32").write_bytes(dequantize_q6_k(blocks).astype("<f4").tobytes())

@@ -160,11 +160,6 @@ case_quantize_invalid_utf8_name() {  # never write what the reader would refuse
   model_dir
   expect_refused "--name is not valid UTF-8 (at byte 4)" "$BIN/quantize" --model DIR --weights q8_0 --out new.gguf --name $'tiny\xff'
 }
-case_quantize_k_mix_of_narrow_rows() {  # llama-quantize's fallback (Q5_1) is no type tessera writes
-  model_dir
-  expect_refused "blk.0.attn_qkv.weight: rows of 32 weights are not whole super-blocks of 256; llama-quantize falls back to Q5_1" \
-    "$BIN/quantize" --model DIR --weights q4_k_m --out k.gguf
-}
 case_quantize_leaves_other_files() {  # a success: only the target changes (no fixed PATH.tmp name)
   model_dir; precious out.gguf.tmp; precious out.gguf
   local before

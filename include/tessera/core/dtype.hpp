@@ -125,7 +125,22 @@ struct Q5_K {
     std::uint8_t qh[32];  // bit 2i of qh[l]: the fifth bit of weight l of group 2i; bit 2i + 1: of group 2i + 1
     std::uint8_t qs[128];
 };
-static_assert(sizeof(Q8_0) == 34 && sizeof(Q4_0) == 18 && sizeof(Q6_K) == 210 && sizeof(Q4_K) == 144 && sizeof(Q5_K) == 176,
+// Q5_0 and Q5_1: 32 weights with five bits each, the low four in qs (weight j's in the low
+// nibble of qs[j], weight j + 16's in the high one), the fifth in bit j of the 32 bits of qh.
+// Q5_0: weight = d * (q - 16); Q5_1: weight = d * q + m. (llama-quantize's fallbacks for Q4_K and
+// Q5_K where a row is not whole super-blocks of 256: read widened to float.)
+struct Q5_0 {
+    f16 d;
+    std::uint8_t qh[4];
+    std::uint8_t qs[16];
+};
+struct Q5_1 {
+    f16 d, m;
+    std::uint8_t qh[4];
+    std::uint8_t qs[16];
+};
+static_assert(sizeof(Q8_0) == 34 && sizeof(Q4_0) == 18 && sizeof(Q6_K) == 210 && sizeof(Q4_K) == 144 && sizeof(Q5_K) == 176 &&
+                  sizeof(Q5_0) == 22 && sizeof(Q5_1) == 24,
               "GGUF's block sizes");
 
 // The element types a Tensor may hold.

@@ -15,9 +15,11 @@
 //         for the least weighted error), the 16 scales quantized to int8 against one f16 d,
 //         then each weight rounded against its group's d * scale.
 //   Q4_K, Q5_K: per 32 weights a scale and a min from make_qkx2_quants (least-squares fits
-//         for 21 or 16 trial scales), quantized to 6 bits against f16 d and dmin. So far they
-//         are read from GGUF files (widened to float as they load) and written by the
-//         reference algorithm; no model keeps its matrices in them yet (no WeightFormatId).
+//         for 21 or 16 trial scales), quantized to 6 bits against f16 d and dmin.
+//   Q5_0, Q5_1: as Q4_0 with five bits (Q5_1: an f16 min, d = (max - min) / 31), the K-quants'
+//         fallbacks where rows are not whole super-blocks of 256.
+// The K-quants and Q5_0 / Q5_1 are read from GGUF files (widened to float as they load) and
+// written by the reference algorithm; no model keeps its matrices in them yet.
 #include <algorithm>    // std::clamp, std::min
 #include <cmath>        // std::fabs, std::round, std::nearbyint, std::sqrt
 #include <cstddef>      // std::size_t
@@ -32,10 +34,10 @@
 
 namespace tessera {
 
-// A format named at run time (flags, files); WeightFormat<W>::id is its W's. q6_k, q4_k and
-// q5_k are stored formats only (a Q4_0 model's head; the tensors of a K-quant file): no model
-// keeps its matrices in them yet (is_model_format).
-enum class WeightFormatId { f32, bf16, q8_0, q4_0, q6_k, q4_k, q5_k };
+// A format named at run time (flags, files); WeightFormat<W>::id is its W's. q6_k, q4_k, q5_k,
+// q5_0 and q5_1 are stored formats only (a Q4_0 model's head; the tensors of a K-quant file): no
+// model keeps its matrices in them yet (is_model_format).
+enum class WeightFormatId { f32, bf16, q8_0, q4_0, q6_k, q4_k, q5_k, q5_0, q5_1 };
 
 // Whether a model can keep its matrices in `id` (with_weight_type gives its type).
 constexpr bool is_model_format(WeightFormatId id) noexcept {
@@ -130,6 +132,101 @@ struct WeightFormat<Q4_0> {
                 y[b * block + j] = static_cast<float>((x[b].qs[j] & 15) - 8) * d;
                 y[b * block + j + block / 2] = static_cast<float>((x[b].qs[j] >> 4) - 8) * d;
             }
+        }
+    }
+};
+
+namespace detail {
+// Q5_0 / Q5_1's 32 five-bit quants: the low four bits of j and j + 16 in the nibbles of qs[j],
+// the fifth of quant j in bit j of qh (little-endian).
+inline void pack_five_bits(const std::uint8_t* q, std::uint8_t* qs, std::uint8_t* qh) noexcept {
+    std::uint32_t high = 0;
+    for (std::size_t j = 0; j < 16; ++j) {
+        qs[j] = static_cast<std::uint8_t>((q[j] & 15) | ((q[j + 16] & 15) << 4));
+        high |= static_cast<std::uint32_t>((q[j] >> 4) & 1) << j;
+        high |= static_cast<std::uint32_t>((q[j + 16] >> 4) & 1) << (j + 16);
+    }
+    for (std::size_t b = 0; b < 4; ++b) qh[b] = static_cast<std::uint8_t>(high >> (8 * b));
+}
+inline void unpack_five_bits(const std::uint8_t* qs, const std::uint8_t* qh, int* q) noexcept {
+    const std::uint32_t high = qh[0] | (qh[1] << 8) | (qh[2] << 16) | (static_cast<std::uint32_t>(qh[3]) << 24);
+    for (std::size_t j = 0; j < 16; ++j) {
+        q[j] = static_cast<int>((qs[j] & 15) | (((high >> j) & 1) << 4));
+        q[j + 16] = static_cast<int>((qs[j] >> 4) | (((high >> (j + 16)) & 1) << 4));
+    }
+}
+}  // namespace detail
+
+// Q5_0 as GGML's quantize_row_q5_0_ref writes it (m = the x of largest magnitude, d = m / -16,
+// q = min(31, trunc(x / d + 16.5))) and dequantize_row_q5_0 reads it: d * (q - 16).
+template <>
+struct WeightFormat<Q5_0> {
+    static constexpr std::size_t block = 32;
+    static constexpr std::string_view name = "q5_0";
+    static constexpr WeightFormatId id = WeightFormatId::q5_0;
+    static void quantize(const float* x, Q5_0* y, std::size_t n) noexcept {
+        for (std::size_t b = 0; b < n / block; ++b, x += block) {
+            float amax = 0.0f, max = 0.0f;
+            for (std::size_t j = 0; j < block; ++j) {
+                if (amax < std::fabs(x[j])) {
+                    amax = std::fabs(x[j]);
+                    max = x[j];
+                }
+            }
+            const float d = max / -16.0f;
+            const float inverse = d != 0.0f ? 1.0f / d : 0.0f;
+            y[b].d = f16(d);
+            std::uint8_t q[block];
+            for (std::size_t j = 0; j < block; ++j) {
+                volatile float scaled = x[j] * inverse;  // no fused multiply-add (as Q4_0's)
+                const int t = static_cast<std::int8_t>(scaled + 16.5f);
+                q[j] = static_cast<std::uint8_t>(t < 31 ? t : 31);
+            }
+            detail::pack_five_bits(q, y[b].qs, y[b].qh);
+        }
+    }
+    static void dequantize(const Q5_0* x, float* y, std::size_t n) noexcept {
+        for (std::size_t b = 0; b < n / block; ++b, y += block) {
+            int q[block];
+            detail::unpack_five_bits(x[b].qs, x[b].qh, q);
+            const float d = static_cast<float>(x[b].d);
+            for (std::size_t j = 0; j < block; ++j) y[j] = static_cast<float>(q[j] - 16) * d;
+        }
+    }
+};
+
+// Q5_1 as GGML's quantize_row_q5_1_ref writes it (d = (max - min) / 31, m = min, q = trunc((x -
+// min) / d + 0.5)) and dequantize_row_q5_1 reads it: d * q + m.
+template <>
+struct WeightFormat<Q5_1> {
+    static constexpr std::size_t block = 32;
+    static constexpr std::string_view name = "q5_1";
+    static constexpr WeightFormatId id = WeightFormatId::q5_1;
+    static void quantize(const float* x, Q5_1* y, std::size_t n) noexcept {
+        for (std::size_t b = 0; b < n / block; ++b, x += block) {
+            float min = x[0], max = x[0];
+            for (std::size_t j = 1; j < block; ++j) {
+                min = std::min(min, x[j]);
+                max = std::max(max, x[j]);
+            }
+            const float d = (max - min) / 31.0f;
+            const float inverse = d != 0.0f ? 1.0f / d : 0.0f;
+            y[b].d = f16(d);
+            y[b].m = f16(min);
+            std::uint8_t q[block];
+            for (std::size_t j = 0; j < block; ++j) {
+                volatile float scaled = (x[j] - min) * inverse;
+                q[j] = static_cast<std::uint8_t>(scaled + 0.5f);
+            }
+            detail::pack_five_bits(q, y[b].qs, y[b].qh);
+        }
+    }
+    static void dequantize(const Q5_1* x, float* y, std::size_t n) noexcept {
+        for (std::size_t b = 0; b < n / block; ++b, y += block) {
+            int q[block];
+            detail::unpack_five_bits(x[b].qs, x[b].qh, q);
+            const float d = static_cast<float>(x[b].d), m = static_cast<float>(x[b].m);
+            for (std::size_t j = 0; j < block; ++j) y[j] = static_cast<float>(q[j]) * d + m;
         }
     }
 };
@@ -538,17 +635,22 @@ decltype(auto) with_weight_type(WeightFormatId id, F&& f) {
         case WeightFormatId::f32:
         case WeightFormatId::q6_k:  // (never a model's matrices: no flag or file gives them here)
         case WeightFormatId::q4_k:
-        case WeightFormatId::q5_k: break;
+        case WeightFormatId::q5_k:
+        case WeightFormatId::q5_0:
+        case WeightFormatId::q5_1: break;
     }
     return f.template operator()<float>();
 }
 
-// with_weight_type for a tensor's format, which may be a stored format only (Q6_K, Q4_K, Q5_K).
+// with_weight_type for a tensor's format, which may be a stored format only (Q6_K, Q4_K, Q5_K,
+// Q5_0, Q5_1).
 template <class F>
 decltype(auto) with_stored_type(WeightFormatId id, F&& f) {
     if (id == WeightFormatId::q6_k) return f.template operator()<Q6_K>();
     if (id == WeightFormatId::q4_k) return f.template operator()<Q4_K>();
     if (id == WeightFormatId::q5_k) return f.template operator()<Q5_K>();
+    if (id == WeightFormatId::q5_0) return f.template operator()<Q5_0>();
+    if (id == WeightFormatId::q5_1) return f.template operator()<Q5_1>();
     return with_weight_type(id, std::forward<F>(f));
 }
 

@@ -39,15 +39,18 @@ namespace tessera::io {
 
 // The tensor types tessera reads (ggml_type numbers). Q6_K: llama-quantize keeps GPT-2's tied
 // embedding in it when it makes a Q4_0 file, and so do tessera's Q4_0 models (HeadFormat).
-// Q4_K and Q5_K (with Q6_K: the K-quant files, Q4_K_M and the like) are widened to float as
-// they load, for now.
-enum class GgmlType : std::uint32_t { f32 = 0, f16 = 1, q4_0 = 2, q8_0 = 8, q4_k = 12, q5_k = 13, q6_k = 14, bf16 = 30 };
+// Q4_K and Q5_K (with Q6_K: the K-quant files, Q4_K_M and the like), and Q5_0 and Q5_1 (what
+// llama-quantize writes in their place where rows are not whole super-blocks of 256) are widened
+// to float as they load, for now.
+enum class GgmlType : std::uint32_t { f32 = 0, f16 = 1, q4_0 = 2, q5_0 = 6, q5_1 = 7, q8_0 = 8, q4_k = 12, q5_k = 13, q6_k = 14, bf16 = 30 };
 
 inline std::optional<GgmlType> ggml_type(std::uint32_t t) noexcept {
     switch (t) {
         case 0: return GgmlType::f32;
         case 1: return GgmlType::f16;
         case 2: return GgmlType::q4_0;
+        case 6: return GgmlType::q5_0;
+        case 7: return GgmlType::q5_1;
         case 8: return GgmlType::q8_0;
         case 12: return GgmlType::q4_k;
         case 13: return GgmlType::q5_k;
@@ -61,6 +64,8 @@ inline std::string_view ggml_type_name(GgmlType t) noexcept {
         case GgmlType::f32: return "F32";
         case GgmlType::f16: return "F16";
         case GgmlType::q4_0: return "Q4_0";
+        case GgmlType::q5_0: return "Q5_0";
+        case GgmlType::q5_1: return "Q5_1";
         case GgmlType::q8_0: return "Q8_0";
         case GgmlType::q4_k: return "Q4_K";
         case GgmlType::q5_k: return "Q5_K";
@@ -71,13 +76,15 @@ inline std::string_view ggml_type_name(GgmlType t) noexcept {
 }
 // Elements per block and bytes per block.
 inline std::size_t ggml_block_elements(GgmlType t) noexcept {
-    if (t == GgmlType::q4_0 || t == GgmlType::q8_0) return 32;
+    if (t == GgmlType::q4_0 || t == GgmlType::q5_0 || t == GgmlType::q5_1 || t == GgmlType::q8_0) return 32;
     return t == GgmlType::q4_k || t == GgmlType::q5_k || t == GgmlType::q6_k ? 256 : 1;
 }
 inline std::size_t ggml_block_bytes(GgmlType t) noexcept {
     switch (t) {
         case GgmlType::f32: return 4;
         case GgmlType::q4_0: return 18;
+        case GgmlType::q5_0: return 22;
+        case GgmlType::q5_1: return 24;
         case GgmlType::q8_0: return 34;
         case GgmlType::q4_k: return 144;
         case GgmlType::q5_k: return 176;
@@ -106,6 +113,8 @@ inline void ggml_to_float(GgmlType t, const std::byte* src, float* dst, std::siz
         case GgmlType::bf16: detail::widen_to_float<bf16>(src, dst, n); break;
         case GgmlType::q8_0: detail::widen_to_float<Q8_0>(src, dst, n); break;
         case GgmlType::q4_0: detail::widen_to_float<Q4_0>(src, dst, n); break;
+        case GgmlType::q5_0: detail::widen_to_float<Q5_0>(src, dst, n); break;
+        case GgmlType::q5_1: detail::widen_to_float<Q5_1>(src, dst, n); break;
         case GgmlType::q4_k: detail::widen_to_float<Q4_K>(src, dst, n); break;
         case GgmlType::q5_k: detail::widen_to_float<Q5_K>(src, dst, n); break;
         case GgmlType::q6_k: detail::widen_to_float<Q6_K>(src, dst, n); break;
@@ -452,7 +461,7 @@ private:
             }
             const auto type = in.scalar<std::uint32_t>(what + ": type");
             const auto known = ggml_type(type);
-            if (!known) fail(what + " has ggml type " + std::to_string(type) + ", which is not supported (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K are)");
+            if (!known) fail(what + " has ggml type " + std::to_string(type) + ", which is not supported (F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K are)");
             t.type = *known;
             if (t.ne[0] % ggml_block_elements(t.type) != 0) {
                 fail(what + " is " + std::string(ggml_type_name(t.type)) + " but its rows of " + std::to_string(t.ne[0]) +

@@ -40,6 +40,8 @@ inline std::optional<WeightFormatId> weight_format_of(io::GgmlType t) noexcept {
         case io::GgmlType::q6_k: return WeightFormatId::q6_k;
         case io::GgmlType::q4_k: return WeightFormatId::q4_k;
         case io::GgmlType::q5_k: return WeightFormatId::q5_k;
+        case io::GgmlType::q5_0: return WeightFormatId::q5_0;
+        case io::GgmlType::q5_1: return WeightFormatId::q5_1;
         case io::GgmlType::f16: break;  // no f16 weight format: widened to float
     }
     return std::nullopt;

@@ -1,18 +1,18 @@
 #pragma once
-// GgufFileFormat: how a GGUF file that quantize writes stores each tensor of a GPT-2 (and of a
-// Llama-family model: llama_tensor_format).
+// GgufFileFormat: how a GGUF file that quantize writes stores each tensor of a GPT-2 or a
+// Llama-family model.
 //   - A model format (f32, bf16, q8_0, q4_0): every matrix in it, the tied embedding / head as
 //     the model keeps it (HeadFormat: a Q4_0 file's in Q6_K or Q8_0), the rest in F32.
 //   - A K-quant type of llama-quantize (q4_k_m, q5_k_m, q6_k), as its llama_tensor_get_type
-//     picks per tensor for architecture "gpt2" without an importance matrix:
+//     picks per tensor without an importance matrix (GGUF's names):
 //       the head (output.weight, or token_embd.weight when tied)   Q6_K
-//       attn_qkv                                                    Q5_K (q4_k_m), Q6_K
-//       ffn_down of the layers use_more_bits picks (the first and
-//         last eighth, and every third layer between)              Q6_K
-//       every other matrix (attn_output, ffn_up, an untied token_embd) Q4_K, Q5_K, Q6_K
+//       attn_qkv (gpt2)                                             Q5_K (q4_k_m), Q6_K
+//       attn_v (llama, qwen2, qwen3) and ffn_down of the layers
+//         use_more_bits picks (the first and last eighth, and
+//         every third layer between)                                Q6_K
+//       every other matrix (an untied token_embd too)               Q4_K, Q5_K, Q6_K
 //     position_embd, the norms and the biases stay F32. Where a matrix's rows are not whole
-//     super-blocks of 256 llama-quantize falls back: Q6_K to Q8_0 (done here too), Q4_K and
-//     Q5_K to Q5_0 and Q5_1, which tessera does not write: refused, naming the tensor.
+//     super-blocks of 256, llama-quantize's fallbacks: Q6_K to Q8_0, Q4_K to Q5_0, Q5_K to Q5_1.
 #include <cstddef>      // std::size_t
 #include <cstdint>      // std::uint32_t
 #include <optional>     // std::optional
@@ -21,7 +21,6 @@
 
 #include <tessera/core/error.hpp>           // ArgumentError
 #include <tessera/core/weight_formats.hpp>  // WeightFormatId, head_weight_format
-#include <tessera/models/gpt2_checkpoints.hpp>  // gguf_gpt2_tensor_name
 #include <tessera/models/gpt2_config.hpp>   // Gpt2Hyperparameters
 #include <tessera/nn/parameter.hpp>         // TensorRequest
 
@@ -79,50 +78,58 @@ public:
             return WeightFormatId::f32;
         }
         if (r.role == Role::vector || r.name == "wpe.weight") return WeightFormatId::f32;
-        constexpr std::size_t super_block = 256;
-        if (head) return r.cols % super_block == 0 ? WeightFormatId::q6_k : WeightFormatId::q8_0;
+        if (head) return fitted(WeightFormatId::q6_k, r.cols);
         WeightFormatId f = format_;
         if (r.name.ends_with("attn.c_attn.weight")) f = mix_ == Mix::q4_k_m ? WeightFormatId::q5_k : WeightFormatId::q6_k;
-        if (r.name.ends_with("mlp.c_proj.weight") && mix_ != Mix::q6_k && use_more_bits(layer_of(r.name), h.shape.n_layer)) {
-            f = WeightFormatId::q6_k;
-        }
-        if (r.cols % super_block != 0) {
-            if (f == WeightFormatId::q6_k) return WeightFormatId::q8_0;
-            throw ArgumentError(gguf_gpt2_tensor_name(r.name) + ": rows of " + std::to_string(r.cols) +
-                                " weights are not whole super-blocks of 256; llama-quantize falls back to " +
-                                (f == WeightFormatId::q4_k ? "Q5_0" : "Q5_1") +
-                                " there, which tessera does not write (q8_0 or q4_0 fit this model)");
-        }
-        return f;
+        if (r.name.ends_with("mlp.c_proj.weight") && more_bits(layer_of(r.name, "h."), h.shape.n_layer)) f = WeightFormatId::q6_k;
+        return fitted(f, r.cols);
     }
 
-    // The format tensor `r` of a Llama-family model is stored in (its Hugging Face name): the
-    // matrices in the model format, the embedding and an untied head as Llama<B, W> holds them
-    // (HeadFormat's narrow one: a Q4_0 model's in Q8_0), the norms and biases in F32. The
-    // K-quant mixes are GPT-2's only so far.
-    WeightFormatId llama_tensor_format(const TensorRequest& r) const {
+    // The format tensor `r` of a Llama-family model of n_layer blocks is stored in (its Hugging
+    // Face name): a model format's matrices in it, the embedding and an untied head as Llama<B, W>
+    // holds them (HeadFormat's narrow one: a Q4_0 model's in Q8_0), the norms and biases in F32;
+    // a mix's as the list above.
+    WeightFormatId llama_tensor_format(const TensorRequest& r, std::size_t n_layer, bool tied) const {
         using Role = TensorRequest::Role;
-        if (mix_ != Mix::none) {
-            throw ArgumentError("quantize: " + std::string(name()) + " is written for GPT-2 only so far; a Llama-family model takes " +
-                                "f32, bf16, q8_0 or q4_0");
-        }
-        if (r.role == Role::linear) return format_;
         if (r.role == Role::vector) return WeightFormatId::f32;
-        WeightFormatId head = format_;
-        with_weight_type(format_, [&head]<class W>() { head = WeightFormat<typename HeadFormat<W>::narrow>::id; });
-        return head;
+        if (mix_ == Mix::none) {
+            if (r.role == Role::linear) return format_;
+            WeightFormatId head = format_;
+            with_weight_type(format_, [&head]<class W>() { head = WeightFormat<typename HeadFormat<W>::narrow>::id; });
+            return head;
+        }
+        if (r.name == "lm_head.weight" || (tied && r.name == "model.embed_tokens.weight")) return fitted(WeightFormatId::q6_k, r.cols);
+        WeightFormatId f = format_;
+        if ((r.name.ends_with("self_attn.v_proj.weight") || r.name.ends_with("mlp.down_proj.weight")) &&
+            more_bits(layer_of(r.name, "model.layers."), n_layer)) {
+            f = WeightFormatId::q6_k;
+        }
+        return fitted(f, r.cols);
     }
 
 private:
     enum class Mix { none, q4_k_m, q5_k_m, q6_k };
     GgufFileFormat(WeightFormatId format, Mix mix) noexcept : format_(format), mix_(mix) {}
 
-    // llama-quantize's choice of the layers whose ffn_down gets more bits.
-    static bool use_more_bits(std::size_t layer, std::size_t n_layer) noexcept {
+    // llama-quantize's use_more_bits: the layers whose ffn_down (and attn_v) a q4_k_m or q5_k_m
+    // file keeps in Q6_K.
+    bool more_bits(std::size_t layer, std::size_t n_layer) const noexcept {
+        if (mix_ != Mix::q4_k_m && mix_ != Mix::q5_k_m) return false;
         const auto i = static_cast<long>(layer), n = static_cast<long>(n_layer);
         return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2;
     }
-    static std::size_t layer_of(const std::string& name) { return std::stoul(name.substr(2)); }  // "h.N. ..."
+    // The layer number after `prefix` ("h.3.mlp.c_proj.weight": 3).
+    static std::size_t layer_of(const std::string& name, std::string_view prefix) { return std::stoul(name.substr(prefix.size())); }
+    // A K-quant type, or llama-quantize's fallback where rows of `cols` are not whole super-blocks.
+    static WeightFormatId fitted(WeightFormatId f, std::size_t cols) noexcept {
+        if (cols % 256 == 0) return f;
+        switch (f) {
+            case WeightFormatId::q6_k: return WeightFormatId::q8_0;
+            case WeightFormatId::q4_k: return WeightFormatId::q5_0;
+            case WeightFormatId::q5_k: return WeightFormatId::q5_1;
+            default: return f;
+        }
+    }
 
     WeightFormatId format_;  // every matrix's (a mix: its default type)
     Mix mix_;

@@ -26,6 +26,8 @@ inline io::GgmlType ggml_type_of(WeightFormatId format) noexcept {
         case WeightFormatId::q6_k: return io::GgmlType::q6_k;
         case WeightFormatId::q4_k: return io::GgmlType::q4_k;
         case WeightFormatId::q5_k: return io::GgmlType::q5_k;
+        case WeightFormatId::q5_0: return io::GgmlType::q5_0;
+        case WeightFormatId::q5_1: return io::GgmlType::q5_1;
         case WeightFormatId::f32: break;
     }
     return io::GgmlType::f32;

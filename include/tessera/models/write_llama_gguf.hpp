@@ -68,7 +68,7 @@ inline void write_llama_gguf(const LlamaFiles& files, const Tokenizer* tokenizer
     const LlamaShape& s = files.shape();
     const std::vector<TensorRequest> tensors = llama_tensors(s);
     for (const TensorRequest& r : tensors) {  // before anything is written
-        with_stored_type(format.llama_tensor_format(r), [&]<class W>() { whole_blocks<W>(r.cols, r.name.c_str()); });
+        with_stored_type(format.llama_tensor_format(r, s.n_layer, s.tied), [&]<class W>() { whole_blocks<W>(r.cols, r.name.c_str()); });
     }
     if (tokenizer != nullptr) tokenizer->check_vocab_size(s.vocab_size);
     const auto u32 = [](std::size_t n) { return static_cast<std::uint32_t>(n); };
@@ -138,7 +138,7 @@ inline void write_llama_gguf(const LlamaFiles& files, const Tokenizer* tokenizer
     const Checkpoint& source = files.checkpoint();
     const bool permute = s.architecture == "llama" && s.rope.pairing == RopePairing::halves;  // a Hugging Face llama
     for (const TensorRequest& r : tensors) {
-        const WeightFormatId as = format.llama_tensor_format(r);
+        const WeightFormatId as = format.llama_tensor_format(r, s.n_layer, s.tied);
         std::vector<std::uint64_t> ne{r.cols};
         if (r.role != TensorRequest::Role::vector) ne.push_back(r.rows);
         const bool permuted = permute && (r.name.ends_with("q_proj.weight") || r.name.ends_with("k_proj.weight"));

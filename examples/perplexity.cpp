@@ -108,7 +108,7 @@ private:
 }  // namespace
 
 int main(int argc, char** argv) {
-    CLI::App app{"Perplexity of a text under a GPT-2 checkpoint (Hugging Face layout)"};
+    CLI::App app{"Perplexity of a text under a GPT-2 or Llama-family model (a GGUF file or a Hugging Face directory)"};
     std::string model_dir, text_file, tokens_file, dump_logits, kl_base_out, kl_base_in, backend = "cpu";
     std::size_t stride = 0;
     using tessera::cli::whole_number;

@@ -369,16 +369,16 @@ def fitted(kind, cols):
 def k_mix_type(mix, name, cols, n_layer, tied):
     """The type llama-quantize (llama_tensor_get_type, architecture gpt2, no importance matrix)
     gives the GPT-2 matrix `name` (Hugging Face's: "h.3.mlp.c_proj.weight") in a q4_k_m, q5_k_m
-    or q6_k file: the head (lm_head, or wte when tied) q6_k; c_attn (GGUF's attn_qkv) q5_k in
-    q4_k_m, else q6_k; c_proj of the MLP (ffn_down) q6_k in the layers use_more_bits picks; the
-    rest the mix's own type; then the fallback where rows are not whole 256s."""
+    or q6_k file, as llama.cpp 80fb11a's does: the head (lm_head, or wte when tied) q6_k; c_attn
+    (GGUF's attn_qkv, which it treats as attn_v) and c_proj of the MLP (ffn_down) q6_k in the
+    layers use_more_bits picks; the rest the mix's own type; then the fallback where rows are
+    not whole 256s."""
     own = {"q4_k_m": "q4_k", "q5_k_m": "q5_k", "q6_k": "q6_k"}[mix]
     if name == "lm_head.weight" or (name == "wte.weight" and tied):
         return fitted("q6_k", cols)
     kind = own
-    if name.endswith("attn.c_attn.weight"):
-        kind = "q5_k" if mix == "q4_k_m" else "q6_k"
-    if name.endswith("mlp.c_proj.weight") and mix != "q6_k" and use_more_bits(int(name.split(".")[1]), n_layer):
+    if name.endswith(("attn.c_attn.weight", "mlp.c_proj.weight")) and mix != "q6_k" and \
+            use_more_bits(int(name.split(".")[1]), n_layer):
         kind = "q6_k"
     return fitted(kind, cols)
 

@@ -6,11 +6,12 @@
 //   - A K-quant type of llama-quantize (q4_k_m, q5_k_m, q6_k), as its llama_tensor_get_type
 //     picks per tensor without an importance matrix (GGUF's names):
 //       the head (output.weight, or token_embd.weight when tied)   Q6_K
-//       attn_qkv (gpt2)                                             Q5_K (q4_k_m), Q6_K
-//       attn_v (llama, qwen2, qwen3) and ffn_down of the layers
+//       attn_v (attn_qkv for gpt2) and ffn_down of the layers
 //         use_more_bits picks (the first and last eighth, and
 //         every third layer between)                                Q6_K
 //       every other matrix (an untied token_embd too)               Q4_K, Q5_K, Q6_K
+//     (llama.cpp 80fb11a's llama-quantize, byte for byte: bench/compare_llama_quantize.sh.
+//     Older versions gave gpt2's attn_qkv Q5_K in every layer of a q4_k_m file.)
 //     position_embd, the norms and the biases stay F32. Where a matrix's rows are not whole
 //     super-blocks of 256, llama-quantize's fallbacks: Q6_K to Q8_0, Q4_K to Q5_0, Q5_K to Q5_1.
 #include <cstddef>      // std::size_t
@@ -80,8 +81,10 @@ public:
         if (r.role == Role::vector || r.name == "wpe.weight") return WeightFormatId::f32;
         if (head) return fitted(WeightFormatId::q6_k, r.cols);
         WeightFormatId f = format_;
-        if (r.name.ends_with("attn.c_attn.weight")) f = mix_ == Mix::q4_k_m ? WeightFormatId::q5_k : WeightFormatId::q6_k;
-        if (r.name.ends_with("mlp.c_proj.weight") && more_bits(layer_of(r.name, "h."), h.shape.n_layer)) f = WeightFormatId::q6_k;
+        if ((r.name.ends_with("attn.c_attn.weight") || r.name.ends_with("mlp.c_proj.weight")) &&
+            more_bits(layer_of(r.name, "h."), h.shape.n_layer)) {
+            f = WeightFormatId::q6_k;
+        }
         return fitted(f, r.cols);
     }
 
@@ -111,8 +114,8 @@ private:
     enum class Mix { none, q4_k_m, q5_k_m, q6_k };
     GgufFileFormat(WeightFormatId format, Mix mix) noexcept : format_(format), mix_(mix) {}
 
-    // llama-quantize's use_more_bits: the layers whose ffn_down (and attn_v) a q4_k_m or q5_k_m
-    // file keeps in Q6_K.
+    // llama-quantize's use_more_bits: the layers whose ffn_down and attn_v (attn_qkv) a q4_k_m
+    // or q5_k_m file keeps in Q6_K.
     bool more_bits(std::size_t layer, std::size_t n_layer) const noexcept {
         if (mix_ != Mix::q4_k_m && mix_ != Mix::q5_k_m) return false;
         const auto i = static_cast<long>(layer), n = static_cast<long>(n_layer);

@@ -36,14 +36,20 @@ def q8_0(x):
     return bytes(out)
 
 
+def symmetric_quants(block, half):
+    """Q4_0 (half 8) / Q5_0 (half 16): m = the value of largest magnitude (the first such),
+    d = m / -half, q = min(2 half - 1, trunc(x / d + half + 0.5)). Returns d, q."""
+    m = block[int(np.argmax(np.abs(block)))]
+    d = np.float32(m / np.float32(-half))
+    inv = np.float32(1) / d if d != 0 else np.float32(0)
+    shifted = ((block * inv).astype(np.float32) + np.float32(half + 0.5)).astype(np.float32)
+    return d, np.minimum(2 * half - 1, np.trunc(shifted.astype(np.float64)).astype(np.int64))
+
+
 def q4_0(x):
     out = bytearray()
     for block in x.reshape(-1, 32):
-        m = block[int(np.argmax(np.abs(block)))]  # the first of largest magnitude
-        d = np.float32(m / np.float32(-8))
-        inv = np.float32(1) / d if d != 0 else np.float32(0)
-        shifted = ((block * inv).astype(np.float32) + np.float32(8.5)).astype(np.float32)
-        q = np.minimum(15, np.trunc(shifted.astype(np.float64)).astype(np.int64))
+        d, q = symmetric_quants(block, 8)
         packed = (q[:16] | (q[16:] << 4)).astype(np.uint8)
         out += np.float16(d).tobytes() + packed.tobytes()
     return bytes(out)
@@ -60,11 +66,7 @@ def five_bits(q):
 def q5_0(x):
     out = bytearray()
     for block in x.reshape(-1, 32):
-        m = block[int(np.argmax(np.abs(block)))]  # the first of largest magnitude
-        d = np.float32(m / np.float32(-16))
-        inv = np.float32(1) / d if d != 0 else np.float32(0)
-        shifted = ((block * inv).astype(np.float32) + np.float32(16.5)).astype(np.float32)
-        q = np.minimum(31, np.trunc(shifted.astype(np.float64)).astype(np.int64))
+        d, q = symmetric_quants(block, 16)
         out += np.float16(d).tobytes() + five_bits(q)
     return bytes(out)
 

@@ -97,6 +97,31 @@ struct WeightFormat<Q8_0> {
     }
 };
 
+namespace detail {
+// Q4_0 and Q5_0's quants of one block of 32 (Half 8 or 16): m = the x of largest magnitude (the
+// first such), d = m / -Half, q = min(2 Half - 1, trunc(x / d + Half + 0.5)). Returns d.
+template <int Half>
+float symmetric_block_quants(const float* x, std::uint8_t* q) noexcept {
+    float amax = 0.0f, max = 0.0f;
+    for (std::size_t j = 0; j < 32; ++j) {
+        if (amax < std::fabs(x[j])) {
+            amax = std::fabs(x[j]);
+            max = x[j];
+        }
+    }
+    const float d = max / static_cast<float>(-Half);
+    const float inverse = d != 0.0f ? 1.0f / d : 0.0f;
+    for (std::size_t j = 0; j < 32; ++j) {
+        // The product rounded to float before the addition, whatever -ffp-contract says (a fused
+        // multiply-add can land on the other side of an integer).
+        volatile float scaled = x[j] * inverse;
+        const int t = static_cast<std::int8_t>(scaled + (static_cast<float>(Half) + 0.5f));  // truncation, as GGML's (int8_t) cast
+        q[j] = static_cast<std::uint8_t>(t < 2 * Half - 1 ? t : 2 * Half - 1);
+    }
+    return d;
+}
+}  // namespace detail
+
 template <>
 struct WeightFormat<Q4_0> {
     static constexpr std::size_t block = 32;
@@ -104,25 +129,9 @@ struct WeightFormat<Q4_0> {
     static constexpr WeightFormatId id = WeightFormatId::q4_0;
     static void quantize(const float* x, Q4_0* y, std::size_t n) noexcept {
         for (std::size_t b = 0; b < n / block; ++b, x += block) {
-            float amax = 0.0f, max = 0.0f;
-            for (std::size_t j = 0; j < block; ++j) {
-                if (amax < std::fabs(x[j])) {
-                    amax = std::fabs(x[j]);
-                    max = x[j];
-                }
-            }
-            const float d = max / -8.0f;
-            const float inverse = d != 0.0f ? 1.0f / d : 0.0f;
-            y[b].d = f16(d);
-            const auto q = [&](float v) {
-                // The product rounded to float before the addition, whatever -ffp-contract says
-                // (a fused multiply-add can land on the other side of an integer).
-                volatile float scaled = v * inverse;
-                const int t = static_cast<std::int8_t>(scaled + 8.5f);  // truncation, as GGML's (int8_t) cast
-                return static_cast<std::uint8_t>(t < 15 ? t : 15);
-            };
-            for (std::size_t j = 0; j < block / 2; ++j)
-                y[b].qs[j] = static_cast<std::uint8_t>(q(x[j]) | (q(x[j + block / 2]) << 4));
+            std::uint8_t q[block];
+            y[b].d = f16(detail::symmetric_block_quants<8>(x, q));
+            for (std::size_t j = 0; j < block / 2; ++j) y[b].qs[j] = static_cast<std::uint8_t>(q[j] | (q[j + block / 2] << 4));
         }
     }
     static void dequantize(const Q4_0* x, float* y, std::size_t n) noexcept {
@@ -166,22 +175,8 @@ struct WeightFormat<Q5_0> {
     static constexpr WeightFormatId id = WeightFormatId::q5_0;
     static void quantize(const float* x, Q5_0* y, std::size_t n) noexcept {
         for (std::size_t b = 0; b < n / block; ++b, x += block) {
-            float amax = 0.0f, max = 0.0f;
-            for (std::size_t j = 0; j < block; ++j) {
-                if (amax < std::fabs(x[j])) {
-                    amax = std::fabs(x[j]);
-                    max = x[j];
-                }
-            }
-            const float d = max / -16.0f;
-            const float inverse = d != 0.0f ? 1.0f / d : 0.0f;
-            y[b].d = f16(d);
             std::uint8_t q[block];
-            for (std::size_t j = 0; j < block; ++j) {
-                volatile float scaled = x[j] * inverse;  // no fused multiply-add (as Q4_0's)
-                const int t = static_cast<std::int8_t>(scaled + 16.5f);
-                q[j] = static_cast<std::uint8_t>(t < 31 ? t : 31);
-            }
+            y[b].d = f16(detail::symmetric_block_quants<16>(x, q));
             detail::pack_five_bits(q, y[b].qs, y[b].qh);
         }
     }

@@ -28,9 +28,9 @@ public:
         if (stop_ != nullptr) cudaEventDestroy(stop_);
     }
 
-    // A measurement hook: while on, each launch is timed on the device by two events around it,
-    // and timed_seconds() sums them. Set against a step's wall time, it says how much of the step
-    // the GPU is busy; the rest is the host capturing the step and updating the graph.
+    // A measurement hook: while on, each launch is timed on the device by two events around
+    // it, and take_timed_seconds() sums them. Set against a step's wall time, it says how much
+    // of the step the GPU is busy; the rest is the host capturing the step and updating the graph.
     void time_launches(bool on) {
         if (on && start_ == nullptr) {
             check(cudaEventCreate(&start_), "cudaEventCreate");

@@ -259,22 +259,24 @@ def held(rows, kind):
 MIXES = ("q4_k_m", "q5_k_m", "q6_k")
 
 
+def stored_kind(fmt, name, cols, cfg):
+    """What the matrix `name` (rows of `cols`) is stored as in `fmt`: the format itself for the
+    blocks' projections; the embedding / head in q8_0 for q4_0; a K-quant mix's type per tensor
+    as llama-quantize picks it (quantize_reference.llama_mix_type)."""
+    if fmt in MIXES:
+        return q.llama_mix_type(fmt, name, cols, cfg["num_hidden_layers"], cfg.get("tie_word_embeddings", False))
+    if name in ("model.embed_tokens.weight", "lm_head.weight") and fmt == "q4_0":
+        return "q8_0"
+    return fmt
+
+
 def store_weights(w, fmt, cfg):
-    """The matrices tessera stores in `fmt` (the blocks' projections; the embedding / head, which a
-    q4_0 model keeps in q8_0) replaced by the weights that format holds; a K-quant mix's types per
-    tensor as llama-quantize picks them (quantize_reference.llama_mix_type)."""
+    """The matrices tessera stores in `fmt` (the blocks' projections, the embedding / head)
+    replaced by the weights that format holds (stored_kind)."""
     out = dict(w)
-    tied = cfg.get("tie_word_embeddings", False)
     for name in w:
-        if not (name.endswith(MATRICES) or name in ("model.embed_tokens.weight", "lm_head.weight")):
-            continue
-        if fmt in MIXES:
-            kind = q.llama_mix_type(fmt, name, w[name].shape[1], cfg["num_hidden_layers"], tied)
-        elif name.endswith(MATRICES):
-            kind = fmt
-        else:
-            kind = "q8_0" if fmt == "q4_0" else fmt
-        out[name] = held(w[name], kind)
+        if name.endswith(MATRICES) or name in ("model.embed_tokens.weight", "lm_head.weight"):
+            out[name] = held(w[name], stored_kind(fmt, name, w[name].shape[1], cfg))
     return out
 
 
@@ -365,11 +367,8 @@ def write_gguf(args):
             kind, raw = "F16", a.astype("<f2").tobytes()
         elif args.outtype == "bf16":
             kind, raw = "BF16", q.bf16(a.ravel())
-        elif args.outtype in MIXES:
-            kind, raw, _ = q.quantize_as(q.llama_mix_type(args.outtype, name, a.shape[1], cfg["num_hidden_layers"], tied), a)
         else:
-            fmt = "q8_0" if args.outtype == "q4_0" and name in ("model.embed_tokens.weight", "lm_head.weight") else args.outtype
-            kind, raw, _ = q.quantize_as(fmt, a)
+            kind, raw, _ = q.quantize_as(stored_kind(args.outtype, name, a.shape[1], cfg), a)
         tensors.append((gguf_name(name), kind, list(reversed(a.shape)), raw))
     gw.write_gguf(args.out, meta, tensors)
     print(f"wrote {args.out}: {arch} {args.outtype}")

@@ -79,13 +79,8 @@ public:
             return WeightFormatId::f32;
         }
         if (r.role == Role::vector || r.name == "wpe.weight") return WeightFormatId::f32;
-        if (head) return fitted(WeightFormatId::q6_k, r.cols);
-        WeightFormatId f = format_;
-        if ((r.name.ends_with("attn.c_attn.weight") || r.name.ends_with("mlp.c_proj.weight")) &&
-            more_bits(layer_of(r.name, "h."), h.shape.n_layer)) {
-            f = WeightFormatId::q6_k;
-        }
-        return fitted(f, r.cols);
+        return mixed(r, head, r.name.ends_with("attn.c_attn.weight") || r.name.ends_with("mlp.c_proj.weight"), "h.",
+                     h.shape.n_layer);
     }
 
     // The format tensor `r` of a Llama-family model of n_layer blocks is stored in (its Hugging
@@ -101,19 +96,23 @@ public:
             with_weight_type(format_, [&head]<class W>() { head = WeightFormat<typename HeadFormat<W>::narrow>::id; });
             return head;
         }
-        if (r.name == "lm_head.weight" || (tied && r.name == "model.embed_tokens.weight")) return fitted(WeightFormatId::q6_k, r.cols);
-        WeightFormatId f = format_;
-        if ((r.name.ends_with("self_attn.v_proj.weight") || r.name.ends_with("mlp.down_proj.weight")) &&
-            more_bits(layer_of(r.name, "model.layers."), n_layer)) {
-            f = WeightFormatId::q6_k;
-        }
-        return fitted(f, r.cols);
+        return mixed(r, r.name == "lm_head.weight" || (tied && r.name == "model.embed_tokens.weight"),
+                     r.name.ends_with("self_attn.v_proj.weight") || r.name.ends_with("mlp.down_proj.weight"), "model.layers.",
+                     n_layer);
     }
 
 private:
     enum class Mix { none, q4_k_m, q5_k_m, q6_k };
     GgufFileFormat(WeightFormatId format, Mix mix) noexcept : format_(format), mix_(mix) {}
 
+    // A mix's type for matrix r: the head's Q6_K; Q6_K for an attn_v-like matrix or an ffn_down
+    // (`wider_role`) of a layer use_more_bits picks (its number follows `prefix` in r.name); else
+    // the mix's own type; then fitted to r's rows.
+    WeightFormatId mixed(const TensorRequest& r, bool head, bool wider_role, std::string_view prefix, std::size_t n_layer) const {
+        if (head) return fitted(WeightFormatId::q6_k, r.cols);
+        const bool wider = wider_role && more_bits(layer_of(r.name, prefix), n_layer);
+        return fitted(wider ? WeightFormatId::q6_k : format_, r.cols);
+    }
     // llama-quantize's use_more_bits: the layers whose ffn_down and attn_v (attn_qkv) a q4_k_m
     // or q5_k_m file keeps in Q6_K.
     bool more_bits(std::size_t layer, std::size_t n_layer) const noexcept {

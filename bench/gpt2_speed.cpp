@@ -167,6 +167,18 @@ int run(int argc, char** argv) {
     const auto bytes_per_weight = [](tessera::WeightFormatId id) {
         return tessera::with_stored_type(id, [&]<class W>() { return double(sizeof(W)) / double(tessera::WeightFormat<W>::block); });
     };
+    // The bytes per weight of a GGUF file's blocks' matrices (blk.N.*, two dimensions) as stored.
+    const auto block_matrix_bytes_per_weight = [](const std::string& path) {
+        const tessera::io::GgufFile file(path);
+        double bytes = 0, weights = 0;
+        for (const tessera::io::GgufTensorInfo& t : file.tensors()) {
+            if (t.name.starts_with("blk.") && t.ne.size() == 2) {
+                bytes += static_cast<double>(t.bytes);
+                weights += static_cast<double>(t.elements());
+            }
+        }
+        return weights > 0 ? bytes / weights : 4.0;
+    };
     const auto kv_bytes_per_value = [&](tessera::KvPrecision kv) {  // the cache's formats are weight formats' types
         return bytes_per_weight(kv == tessera::KvPrecision::f32    ? tessera::WeightFormatId::f32
                                 : kv == tessera::KvPrecision::bf16 ? tessera::WeightFormatId::bf16
@@ -177,8 +189,11 @@ int run(int argc, char** argv) {
         for (const tessera::KvPrecision kv : kv_caches) {
             std::unique_ptr<tessera::LanguageModel> model = open();
             model->use_kv_cache(kv);
-            const auto id = *tessera::weight_format_named(model->weight_format());
-            const tessera::bench::Gpt2Traffic traffic(shape, bytes_per_weight(id), bytes_per_weight(tessera::head_weight_format(
+            // A K-quant file's matrices (KQuantMix) are read at the bytes its blocks' matrices hold.
+            const bool mix = model->weight_format() == tessera::WeightFormat<tessera::KQuantMix>::name;
+            const auto id = mix ? tessera::WeightFormatId::k_quant_mix : *tessera::weight_format_named(model->weight_format());
+            const tessera::bench::Gpt2Traffic traffic(shape, mix ? block_matrix_bytes_per_weight(path) : bytes_per_weight(id),
+                                                      bytes_per_weight(tessera::head_weight_format(
                                                           // (a Llama's head: head_weight_t<W, dyn>)
                                                           id, std::is_same_v<std::decay_t<decltype(shape)>, tessera::GPT2Shape> ? shape.n_embd : tessera::dyn)),
                                                       kv_bytes_per_value(kv));

@@ -269,6 +269,45 @@ TEST_CASE("GGUF: tessera's writer and the independent converter write the same t
     fs::remove(path);
 }
 
+namespace {
+// A K-quant file run as stored (the default: KQuantMix, each matrix in its file's type, 8-bit
+// activations per block of 32 as for Q8_0 / Q4_0): every position, and decode steps after an
+// 8-token prompt, within 2% of the largest logit of the float64 reference over the file's
+// weights (8-bit activations alone move these models' logits by up to ~1%; a wrong scale, min
+// or group moves them by far more).
+void check_as_stored(Cpu& cpu, const fs::path& path, const std::vector<double>& want) {
+    const auto model = open_gpt2(cpu, path.string());
+    CHECK(model->weight_format() == "k-quant mix");
+    const std::vector<TokenId> tokens = test::fixture_tokens();
+    const std::size_t v = model->vocabulary_size();
+    double scale = 0, all = 0, steps = 0;
+    const auto got = model->prefill_all(tokens);
+    for (std::size_t i = 0; i < got.size(); ++i) {
+        scale = std::max(scale, std::fabs(want[i]));
+        all = std::max(all, std::fabs(got[i] - want[i]));
+    }
+    model->reset();
+    model->prefill(std::span(tokens).first(8));
+    for (std::size_t t = 8; t < tokens.size(); ++t) {
+        const auto logits = model->decode(tokens[t]);
+        for (std::size_t i = 0; i < v; ++i) steps = std::max(steps, std::fabs(logits[i] - want[t * v + i]));
+    }
+    INFO("as stored: all positions " << all << ", decode steps " << steps << ", largest |logit| " << scale);
+    CHECK(all <= 2e-2 * scale);
+    CHECK(steps <= 2e-2 * scale);
+}
+// Widened to float (the weights the file holds, alone): within 1e-4 of the reference; then as stored.
+void check_widened_and_as_stored(Cpu& cpu, const fs::path& path, const std::vector<double>& want) {
+    const auto got = open_gpt2(cpu, path.string(), nullptr, WeightFormatId::f32)->prefill_all(test::fixture_tokens());
+    REQUIRE(got.size() == want.size());
+    double worst = 0;
+    for (std::size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::fabs(got[i] - want[i]));
+    INFO("widened: max abs difference " << worst);
+    CHECK(worst <= 1e-4);
+    check_as_stored(cpu, path, want);
+}
+}  // namespace
+
 // llama-quantize's K-quant mixes, per tensor as its llama_tensor_get_type chooses for gpt2
 // (models/gguf_file_format.hpp), against the independent converter's (tools/hf_to_gguf.py with
 // quantize_reference.k_mix_type and the numpy quantizers): the same types, the same bytes; read
@@ -309,13 +348,8 @@ TEST_CASE("GGUF: q4_k_m, q5_k_m and q6_k files hold llama-quantize's types and G
     CHECK(type("blk.1.ffn_up.weight") == own);
     CHECK(type("position_embd.weight") == "F32");
     Cpu cpu(2);
-    const auto got = open_gpt2(cpu, path)->prefill_all(test::fixture_tokens());
     const auto want = test::reference_logits("wide-8", "logits-" + mix + ".f64");
-    REQUIRE(got.size() == want.size());
-    double worst = 0;
-    for (std::size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::fabs(got[i] - want[i]));
-    INFO("max abs difference " << worst);
-    CHECK(worst <= 1e-4);
+    check_widened_and_as_stored(cpu, path, want);
     fs::remove(path);
 }
 
@@ -332,14 +366,8 @@ TEST_CASE("GGUF: a K-quant mix of rows that are not whole super-blocks falls bac
     CHECK(written.tensor("blk.0.attn_output.weight").type == io::GgmlType::q5_0);
     CHECK(written.tensor("token_embd.weight").type == io::GgmlType::q8_0);
     Cpu cpu(2);
-    const auto model = open_gpt2(cpu, path.string());
-    const auto got = model->prefill_all(test::fixture_tokens());
     const auto want = test::reference_logits("tiny", "logits-q4_k_m.f64");
-    REQUIRE(got.size() == want.size());
-    double worst = 0;
-    for (std::size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::fabs(got[i] - want[i]));
-    INFO("max abs difference " << worst);
-    CHECK(worst <= 1e-4);
+    check_widened_and_as_stored(cpu, path, want);
     fs::remove(path);
 }
 

@@ -185,6 +185,26 @@ TEST_CASE("Products with Q6_K weights (a Q4_0 model's head) match double-precisi
     for (std::size_t m : {2, 3, 4, 5, 6, 7, 9, 16, 17, 33, 70}) check_products<Q6_K>(m, 37, 768);
 }
 
+// The types of llama-quantize's K-quant files besides Q6_K and Q8_0 (a KQuantMix model's
+// matrices): up to cpu::dot_rows_max rows the one-row dot per pair of rows (8-bit activations),
+// more rows W widened to float.
+TEST_CASE("Products with Q4_K, Q5_K, Q5_0 and Q5_1 weights match double-precision references", "[formats][gemm]") {
+    for (std::size_t m : {std::size_t{1}, std::size_t{2}, std::size_t{7}, cpu::dot_rows_max, cpu::dot_rows_max + 1, std::size_t{40}}) {
+        check_products<Q4_K>(m, 37, 768);
+        check_products<Q5_K>(m, 37, 768);
+        check_products<Q5_0>(m, 37, 800);  // an odd number of blocks (the two-block steps' tail)
+        check_products<Q5_1>(m, 37, 800);
+    }
+    for (std::size_t k : {256, 3072}) {
+        check_products<Q4_K>(1, 130, k);
+        check_products<Q5_K>(1, 130, k);
+    }
+    for (std::size_t k : {32, 64, 576, 896}) {
+        check_products<Q5_0>(1, 130, k);
+        check_products<Q5_1>(1, 130, k);
+    }
+}
+
 namespace {
 
 // A random bias(n) and activations(most, k) for the products over weights packed or arranged
@@ -280,6 +300,11 @@ TEST_CASE("A row's product has the same bits whatever other rows share the produ
         check_batch_independence<Q4_0>(40, cpu::integer_rows_max + 1);
         // Q6_K: one kernel for any number of rows, decoding's one included.
         check_batch_independence<Q6_K>(40, 1);
+        // The one-row dot for every row, up to dot_rows_max rows.
+        check_batch_independence<Q4_K>(cpu::dot_rows_max, 1);
+        check_batch_independence<Q5_K>(cpu::dot_rows_max, 1);
+        check_batch_independence<Q5_0>(cpu::dot_rows_max, 1);
+        check_batch_independence<Q5_1>(cpu::dot_rows_max, 1);
     }
 #else
     test::skip("no AVX-512 kernels in this build");
@@ -654,6 +679,17 @@ void check_integer_dot_is_exact(std::size_t k) {
 
 namespace {
 
+// The one-row dot of each level this CPU has (portable, AVX2, AVX-512 VNNI) over a row whose
+// product is the integer `exact`.
+template <class W>
+void check_every_level_gives(const W* w, const cpu::QuantizedRow& x, std::size_t k, std::int64_t exact) {
+    CHECK(cpu::portable::dot(w, nullptr, x, k) == static_cast<float>(exact));
+#if TESSERA_HAS_AVX512_KERNELS
+    if (cpu::supported_kernel_level() >= cpu::KernelLevel::avx2) CHECK(cpu::avx2::dot(w, nullptr, x, k) == static_cast<float>(exact));
+    if (cpu::has_avx512_vnni()) CHECK(cpu::avx512vnni::dot(w, nullptr, x, k) == static_cast<float>(exact));
+#endif
+}
+
 // Q6_K with d = 1, every group scale 1 and x's scales 1: the sum of (q - 32) x, an integer.
 // The first super-block pairs the extreme quants (0 and 63: -32 and 31) with ±127.
 void check_q6_k_dot_is_exact(std::size_t k) {
@@ -691,14 +727,72 @@ void check_q6_k_dot_is_exact(std::size_t k) {
     x.prepare_for_avx2<Q6_K>(k);
     x.prepare_for<Q6_K>(k);
     INFO("q6_k k=" << k);
-    CHECK(cpu::portable::dot(w.data(), nullptr, x, k) == static_cast<float>(exact));
-#if TESSERA_HAS_AVX512_KERNELS
-    if (cpu::supported_kernel_level() >= cpu::KernelLevel::avx2) CHECK(cpu::avx2::dot(w.data(), nullptr, x, k) == static_cast<float>(exact));
-    if (cpu::has_avx512_vnni()) CHECK(cpu::avx512vnni::dot(w.data(), nullptr, x, k) == static_cast<float>(exact));
-#endif
+    check_every_level_gives(w.data(), x, k, exact);
 }
 
 }  // namespace
+
+namespace {
+
+// Q4_K / Q5_K / Q5_0 / Q5_1 rows of random quants with d = 1 and small integer scales and
+// mins (offsets), x's scales 1: every weight an integer, so the dot is an integer sum (under
+// 2^24 for these k) that each kernel must give exactly. Each field is set by hand; the widened
+// row (the format's dequantize) gives the expected sum.
+template <class W>
+void check_offset_dot_is_exact(std::size_t k) {
+    std::mt19937 rng(static_cast<unsigned>(k) + 7);
+    std::uniform_int_distribution<int> activation(-127, 127), byte(0, 255), small(1, 2);
+    cpu::QuantizedRow x;
+    x.reserve(k);
+    for (std::size_t i = 0; i < k; ++i) x.q[i] = static_cast<std::int8_t>(i < 64 ? (i % 2 ? 127 : -127) : activation(rng));
+    for (std::size_t b = 0; b < k / 32; ++b) x.d[b] = 1.0f;
+    std::vector<W> w(k / WeightFormat<W>::block);
+    for (W& block : w) {
+        block.d = f16(1.0f);
+        for (auto& q : block.qs) q = static_cast<std::uint8_t>(byte(rng));
+        if constexpr (requires { block.qh; }) {
+            for (auto& h : block.qh) h = static_cast<std::uint8_t>(byte(rng));
+        }
+        if constexpr (requires { block.dmin; }) {
+            block.dmin = f16(1.0f);
+            std::memset(block.scales, 0, sizeof block.scales);  // scales and mins 1 or 2, all eight groups
+            for (int g = 0; g < 8; ++g) {
+                const int sc = small(rng), m = small(rng);
+                if (g < 4) {
+                    block.scales[g] = static_cast<std::uint8_t>(sc);
+                    block.scales[g + 4] = static_cast<std::uint8_t>(m);
+                } else {
+                    block.scales[g + 4] = static_cast<std::uint8_t>(sc | (m << 4));
+                }
+            }
+        }
+        if constexpr (std::is_same_v<W, Q5_1>) block.m = f16(static_cast<float>(-small(rng)));
+    }
+    std::vector<float> widened(k);
+    WeightFormat<W>::dequantize(w.data(), widened.data(), k);
+    std::int64_t exact = 0;
+    for (std::size_t i = 0; i < k; ++i) {
+        REQUIRE(widened[i] == std::round(widened[i]));
+        exact += static_cast<std::int64_t>(widened[i]) * x.q[i];
+    }
+    REQUIRE(std::abs(exact) < (1 << 24));
+    x.prepare_sums(k);
+    INFO(WeightFormat<W>::name << " k=" << k);
+    check_every_level_gives(w.data(), x, k, exact);
+}
+
+}  // namespace
+
+TEST_CASE("The integer sums of the K-quant and Q5_0 / Q5_1 kernels are exact", "[formats][gemm]") {
+    for (std::size_t k : {256, 512, 1024}) {
+        check_offset_dot_is_exact<Q4_K>(k);
+        check_offset_dot_is_exact<Q5_K>(k);
+    }
+    for (std::size_t k : {32, 64, 96, 800, 1024}) {
+        check_offset_dot_is_exact<Q5_0>(k);
+        check_offset_dot_is_exact<Q5_1>(k);
+    }
+}
 
 TEST_CASE("The integer sums of the one-row kernels are exact", "[formats][gemm]") {
     for (std::size_t k : {32, 64, 96, 256, 800, 3072}) {

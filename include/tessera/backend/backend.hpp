@@ -8,6 +8,7 @@
 #include <concepts>  // std::same_as
 #include <cstdint>   // std::int32_t
 #include <span>      // std::span
+#include <tuple>     // std::tuple
 #include <type_traits>  // std::is_same_v
 #include <vector>       // std::vector
 
@@ -98,9 +99,19 @@ concept ArrangesTables = ArrangesWeights<B, W> &&
                          requires(B& b, MatrixView<const W, B> table, const typename B::template ArrangedWeights<W>& arranged,
                                   std::span<const std::int32_t> ids, MatrixView<float, B> out) { b.gather_rows(table, arranged, ids, out); };
 
-// Whether backend B runs models whose weights are stored as W (every backend runs float).
+// Whether backend B runs models whose weights are stored as W (every backend runs float), or,
+// for a choice per matrix (W::formats: KQuantMix), products with each of its formats.
+namespace detail {
+template <class B, class Formats>
+struct MultipliesEach : std::false_type {};
+template <class B, class... F>
+struct MultipliesEach<B, std::tuple<F...>> : std::bool_constant<((std::is_same_v<F, float> || HasGemmWith<B, F>) && ...)> {};
+}  // namespace detail
+template <class W>
+concept ChosenPerMatrix = requires { typename W::formats; };
 template <class B, class W>
-concept RunsWeightsAs = std::is_same_v<W, float> || (HasGemmWith<B, W> && HasGatherRowsWith<B, W>);
+concept RunsWeightsAs = std::is_same_v<W, float> || (ChosenPerMatrix<W> && detail::MultipliesEach<B, typename W::formats>::value) ||
+                        (!ChosenPerMatrix<W> && HasGemmWith<B, W> && HasGatherRowsWith<B, W>);
 
 // Copies between host memory and the backend's memory, members of the backend instance and
 // ordered with the work it queued (a device backend's stream): upload() may return before the

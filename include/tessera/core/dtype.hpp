@@ -148,7 +148,9 @@ template <class T>
 concept StorageType = std::is_same_v<std::remove_const_t<T>, float> || std::is_same_v<std::remove_const_t<T>, bf16> ||
                       std::is_same_v<std::remove_const_t<T>, f16> || std::is_same_v<std::remove_const_t<T>, std::int32_t> ||
                       std::is_same_v<std::remove_const_t<T>, Q8_0> || std::is_same_v<std::remove_const_t<T>, Q4_0> ||
-                      std::is_same_v<std::remove_const_t<T>, Q6_K>;
+                      std::is_same_v<std::remove_const_t<T>, Q6_K> || std::is_same_v<std::remove_const_t<T>, Q4_K> ||
+                      std::is_same_v<std::remove_const_t<T>, Q5_K> || std::is_same_v<std::remove_const_t<T>, Q5_0> ||
+                      std::is_same_v<std::remove_const_t<T>, Q5_1>;
 
 // Widen any storage type to float (the compute type).
 template <class T>

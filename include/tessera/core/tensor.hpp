@@ -14,7 +14,7 @@ namespace tessera {
 
 template <class T, class E, StorageBackend B>
 class Tensor {
-    static_assert(StorageType<T> && !std::is_const_v<T>, "Tensor: the element type must be float, bf16, f16, int32_t, Q8_0 or Q4_0.");
+    static_assert(StorageType<T> && !std::is_const_v<T>, "Tensor: the element type must be float, bf16, f16, int32_t or a block format (Q8_0, Q4_0, the K-quants, Q5_0, Q5_1).");
 
 public:
     using element_type = T;

@@ -24,7 +24,7 @@ struct WithDynamicLeading<Extents<E0, Es...>> {
 
 template <class T, class E, class B>
 class TensorView {
-    static_assert(StorageType<T>, "TensorView: the element type must be float, bf16, f16, int32_t, Q8_0 or Q4_0.");
+    static_assert(StorageType<T>, "TensorView: the element type must be float, bf16, f16, int32_t or a block format (Q8_0, Q4_0, the K-quants, Q5_0, Q5_1).");
 
 public:
     using element_type = T;

@@ -18,15 +18,18 @@
 //         for 21 or 16 trial scales), quantized to 6 bits against f16 d and dmin.
 //   Q5_0, Q5_1: as Q4_0 with five bits (Q5_1: an f16 min, d = (max - min) / 31), the K-quants'
 //         fallbacks where rows are not whole super-blocks of 256.
-// The K-quants and Q5_0 / Q5_1 are read from GGUF files (widened to float as they load) and
-// written by the reference algorithm; no model keeps its matrices in them yet.
+// The K-quants and Q5_0 / Q5_1 are written by the reference algorithm and run as a file stores
+// them: KQuantMix, the model format of llama-quantize's K-quant files, keeps each matrix in its
+// own format (nn/linear.hpp).
 #include <algorithm>    // std::clamp, std::min
 #include <cmath>        // std::fabs, std::round, std::nearbyint, std::sqrt
 #include <cstddef>      // std::size_t
 #include <cstdint>      // std::int8_t, std::uint8_t
 #include <cstring>      // std::memset, std::memcpy
 #include <optional>     // std::optional
+#include <stdexcept>    // std::invalid_argument
 #include <string_view>  // std::string_view
+#include <tuple>        // std::tuple
 #include <type_traits>  // std::conditional_t
 #include <utility>      // std::forward
 
@@ -35,13 +38,27 @@
 namespace tessera {
 
 // A format named at run time (flags, files); WeightFormat<W>::id is its W's. q6_k, q4_k, q5_k,
-// q5_0 and q5_1 are stored formats only (a Q4_0 model's head; the tensors of a K-quant file): no
-// model keeps its matrices in them yet (is_model_format).
-enum class WeightFormatId { f32, bf16, q8_0, q4_0, q6_k, q4_k, q5_k, q5_0, q5_1 };
+// q5_0 and q5_1 are stored formats only (a Q4_0 model's head; the tensors of a K-quant file),
+// k_quant_mix a model format only (KQuantMix: each matrix as its file stores it).
+enum class WeightFormatId { f32, bf16, q8_0, q4_0, q6_k, q4_k, q5_k, q5_0, q5_1, k_quant_mix };
 
 // Whether a model can keep its matrices in `id` (with_weight_type gives its type).
 constexpr bool is_model_format(WeightFormatId id) noexcept {
-    return id == WeightFormatId::f32 || id == WeightFormatId::bf16 || id == WeightFormatId::q8_0 || id == WeightFormatId::q4_0;
+    return id == WeightFormatId::f32 || id == WeightFormatId::bf16 || id == WeightFormatId::q8_0 || id == WeightFormatId::q4_0 ||
+           id == WeightFormatId::k_quant_mix;
+}
+
+// The model format for a file whose first matrix is stored as `stored`: that format where a
+// model keeps it, KQuantMix for a K-quant file's types, else float (F16: widened).
+constexpr WeightFormatId model_format_for(WeightFormatId stored) noexcept {
+    switch (stored) {
+        case WeightFormatId::q6_k:
+        case WeightFormatId::q4_k:
+        case WeightFormatId::q5_k:
+        case WeightFormatId::q5_0:
+        case WeightFormatId::q5_1: return WeightFormatId::k_quant_mix;
+        default: return is_model_format(stored) ? stored : WeightFormatId::f32;
+    }
 }
 
 template <class W>
@@ -567,6 +584,19 @@ struct WeightFormat<Q5_K> : detail::KQuantFormat<Q5_K> {
     }
 };
 
+// The model format of llama-quantize's K-quant files (Q4_K_M, Q5_K_M, Q6_K): not a stored
+// format but a choice per matrix among these, made when it loads (whatever its file stores it
+// in; any format not listed here as float). The layers keep which in a std::variant.
+struct KQuantMix {
+    using formats = std::tuple<Q4_K, Q5_K, Q6_K, Q8_0, Q5_0, Q5_1, float>;
+};
+template <>
+struct WeightFormat<KQuantMix> {
+    static constexpr std::size_t block = 1;  // (each matrix its own: the variant's)
+    static constexpr std::string_view name = "k-quant mix";
+    static constexpr WeightFormatId id = WeightFormatId::k_quant_mix;
+};
+
 // A type weights can be stored as.
 template <class W>
 concept WeightType = requires {
@@ -600,6 +630,12 @@ struct HeadFormat<Q4_0> {
     using wide = Q6_K;
     using narrow = Q8_0;
 };
+// A K-quant file's head: Q6_K in all three mixes, Q8_0 where its rows are not whole super-blocks.
+template <>
+struct HeadFormat<KQuantMix> {
+    using wide = Q6_K;
+    using narrow = Q8_0;
+};
 template <class W>
 constexpr bool wide_head_fits(std::size_t width) noexcept {
     return width % WeightFormat<typename HeadFormat<W>::wide>::block == 0;
@@ -627,6 +663,7 @@ decltype(auto) with_weight_type(WeightFormatId id, F&& f) {
         case WeightFormatId::bf16: return f.template operator()<bf16>();
         case WeightFormatId::q8_0: return f.template operator()<Q8_0>();
         case WeightFormatId::q4_0: return f.template operator()<Q4_0>();
+        case WeightFormatId::k_quant_mix: return f.template operator()<KQuantMix>();
         case WeightFormatId::f32:
         case WeightFormatId::q6_k:  // (never a model's matrices: no flag or file gives them here)
         case WeightFormatId::q4_k:
@@ -641,12 +678,19 @@ decltype(auto) with_weight_type(WeightFormatId id, F&& f) {
 // Q5_0, Q5_1).
 template <class F>
 decltype(auto) with_stored_type(WeightFormatId id, F&& f) {
-    if (id == WeightFormatId::q6_k) return f.template operator()<Q6_K>();
-    if (id == WeightFormatId::q4_k) return f.template operator()<Q4_K>();
-    if (id == WeightFormatId::q5_k) return f.template operator()<Q5_K>();
-    if (id == WeightFormatId::q5_0) return f.template operator()<Q5_0>();
-    if (id == WeightFormatId::q5_1) return f.template operator()<Q5_1>();
-    return with_weight_type(id, std::forward<F>(f));
+    switch (id) {
+        case WeightFormatId::bf16: return f.template operator()<bf16>();
+        case WeightFormatId::q8_0: return f.template operator()<Q8_0>();
+        case WeightFormatId::q4_0: return f.template operator()<Q4_0>();
+        case WeightFormatId::q6_k: return f.template operator()<Q6_K>();
+        case WeightFormatId::q4_k: return f.template operator()<Q4_K>();
+        case WeightFormatId::q5_k: return f.template operator()<Q5_K>();
+        case WeightFormatId::q5_0: return f.template operator()<Q5_0>();
+        case WeightFormatId::q5_1: return f.template operator()<Q5_1>();
+        case WeightFormatId::k_quant_mix: throw std::invalid_argument("with_stored_type: the k-quant mix is no stored format");
+        case WeightFormatId::f32: break;
+    }
+    return f.template operator()<float>();
 }
 
 // The head's format for matrices in `id` and rows of `width` weights (head_weight_t at run time).
@@ -659,6 +703,7 @@ inline WeightFormatId head_weight_format(WeightFormatId id, std::size_t width) n
 }
 
 inline std::string_view weight_format_name(WeightFormatId id) noexcept {
+    if (id == WeightFormatId::k_quant_mix) return WeightFormat<KQuantMix>::name;
     std::string_view name;  // (a capturing lambda: nvcc rejects a captureless template lambda here)
     with_stored_type(id, [&name]<class W>() { name = WeightFormat<W>::name; });
     return name;

@@ -28,6 +28,7 @@ inline io::GgmlType ggml_type_of(WeightFormatId format) noexcept {
         case WeightFormatId::q5_k: return io::GgmlType::q5_k;
         case WeightFormatId::q5_0: return io::GgmlType::q5_0;
         case WeightFormatId::q5_1: return io::GgmlType::q5_1;
+        case WeightFormatId::k_quant_mix:  // (no tensor's type: each is one of the above)
         case WeightFormatId::f32: break;
     }
     return io::GgmlType::f32;

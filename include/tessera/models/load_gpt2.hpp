@@ -118,8 +118,8 @@ public:
             hyper_ = gguf_gpt2_hyperparameters(*gguf_);
             checkpoint_ = std::make_unique<GgufGpt2Checkpoint>(*gguf_);
             const auto format = weight_format_of(gguf_->tensor("blk.0.attn_qkv.weight").type);
-            // F16 and K-quant matrices: widened to float (no model keeps them yet).
-            stored_ = format && is_model_format(*format) ? *format : WeightFormatId::f32;
+            // F16 matrices: widened to float; a K-quant file's: each in its own format (KQuantMix).
+            stored_ = format ? model_format_for(*format) : WeightFormatId::f32;
             check_weight_count(path.string() + "'s metadata", gguf_->path(), [&] {
                 double held = 0;
                 for (const io::GgufTensorInfo& t : gguf_->tensors()) held += static_cast<double>(t.elements());

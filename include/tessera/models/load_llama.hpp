@@ -35,7 +35,7 @@ public:
             shape_ = gguf_llama_shape(*gguf_);
             checkpoint_ = std::make_unique<GgufLlamaCheckpoint>(*gguf_, shape_.architecture);
             const auto format = weight_format_of(gguf_->tensor("blk.0.attn_q.weight").type);
-            stored_ = format && is_model_format(*format) ? *format : WeightFormatId::f32;
+            stored_ = format ? model_format_for(*format) : WeightFormatId::f32;
             for (const io::GgufTensorInfo& t : gguf_->tensors()) {
                 names.push_back(t.name);
                 held += static_cast<double>(t.elements());

@@ -1,16 +1,22 @@
 #pragma once
 // Linear<In, Out, B, W>: y = x · Wᵀ + b with W stored [out, in] (each output's weights
-// contiguous) as float, or as bf16 / Q8_0 / Q4_0 (W; core/weight_formats.hpp), then [out, in /
-// block] of those, quantized when loaded. In and Out are compile-time sizes or `dyn`; the
-// constructor takes the run-time sizes. A backend may arrange the weights in place once loaded
+// contiguous) as float, or as bf16 / Q8_0 / Q4_0 / a K-quant type (W; core/weight_formats.hpp),
+// then [out, in / block] of those, quantized when loaded; for a KQuantMix model, in whichever
+// of those its file stores it (the specialization below). In and Out are compile-time sizes or
+// `dyn`; the constructor takes the run-time sizes. A backend may arrange the weights in place once loaded
 // (ArrangesWeights: the CPU's Q8_0, Q4_0 and bf16) or, when it does not, keep a second layout
 // for products of several rows (HasPackedWeights, after prepare_batches()).
 #include <cstddef>    // std::size_t
 #include <span>       // std::span
 #include <string>     // std::string
+#include <tuple>      // std::tuple
+#include <type_traits>  // std::is_same_v
+#include <utility>    // std::forward
+#include <variant>    // std::variant, std::visit
 #include <vector>     // std::vector
 
 #include <tessera/backend/backend.hpp>          // HasPackedWeights
+#include <tessera/core/error.hpp>              // ArgumentError
 #include <tessera/core/tensor.hpp>             // Tensor
 #include <tessera/core/weight_formats.hpp>     // WeightType, WeightFormat
 #include <tessera/nn/parameter.hpp>            // WeightSource, whole_blocks
@@ -21,6 +27,7 @@ namespace tessera {
 
 template <std::size_t In, std::size_t Out, class B, WeightType W = float>
 struct Linear {
+    using weight_format = W;
     static constexpr std::size_t block = WeightFormat<W>::block;
     static_assert(In == dyn || In % block == 0, "Linear: the input width must be a whole number of the format's blocks.");
     static constexpr std::size_t stored_in = In == dyn ? dyn : In / block;
@@ -74,6 +81,73 @@ struct Linear {
         }
         gemm(backend, x, weight, bias, y);
     }
+};
+
+// Linear in a KQuantMix model: its matrix in the format its file stores it in (one of
+// KQuantMix::formats; float for any other), as llama.cpp runs each tensor in its own type: a
+// Q4_K_M file's attention values and some feed-forward down projections are Q6_K, the rest
+// Q4_K, or Q5_0 / Q8_0 where rows are not whole super-blocks. The choice is made when it
+// loads, and each alternative is the Linear of its format, with that format's kernels.
+template <std::size_t In, std::size_t Out, class B>
+struct Linear<In, Out, B, KQuantMix> {
+    // An alternative's compile-time input width where it fits that format's blocks, else dyn
+    // (checked when made: whole_blocks).
+    template <class F>
+    static constexpr std::size_t in_as = In == dyn || In % WeightFormat<F>::block == 0 ? In : dyn;
+    template <class Formats>
+    struct AlternativesOf;
+    template <class... F>
+    struct AlternativesOf<std::tuple<F...>> {
+        using type = std::variant<std::monostate, Linear<in_as<F>, Out, B, F>...>;
+    };
+    typename AlternativesOf<KQuantMix::formats>::type as_stored;  // monostate until loaded
+
+    Linear(std::size_t in, std::size_t out, bool biased = true) : in_(in), out_(out), biased_(biased) {}
+    Linear()
+        requires(In != dyn && Out != dyn)
+        : Linear(In, Out) {}
+
+    std::size_t in_features() const noexcept { return in_; }
+    std::size_t out_features() const noexcept { return out_; }
+    // The format the loaded matrix is kept in (f32 before it loads).
+    WeightFormatId format() const noexcept {
+        return std::visit([]<class L>(const L&) {
+            if constexpr (std::is_same_v<L, std::monostate>) return WeightFormatId::f32;
+            else return WeightFormat<typename L::weight_format>::id;
+        }, as_stored);
+    }
+
+    void load(const WeightSource<B>& src, const std::string& name, std::size_t total = 0, std::size_t first = 0) {
+        if (total == 0) total = out_;
+        const TensorRequest request{src.prefix + name + ".weight", TensorRequest::Role::linear, total, in_};
+        [&]<class... F>(std::tuple<F...>*) {
+            // The first listed format the file stores it in; float (listed last) for any other.
+            (void)((std::is_same_v<F, float> || src.file.stores_as(request, WeightFormat<F>::id)
+                        ? (as_stored.template emplace<Linear<in_as<F>, Out, B, F>>(in_, out_, biased_), true)
+                        : false) ||
+                   ...);
+        }(static_cast<KQuantMix::formats*>(nullptr));
+        std::visit([&]<class L>(L& l) {
+            if constexpr (!std::is_same_v<L, std::monostate>) l.load(src, name, total, first);
+        }, as_stored);
+    }
+    void prepare_batches(B& backend) {
+        std::visit([&]<class L>(L& l) {
+            if constexpr (!std::is_same_v<L, std::monostate>) l.prepare_batches(backend);
+        }, as_stored);
+    }
+
+    template <class Backend, TensorLike X, TensorLike Y>
+    void operator()(Backend& backend, const X& x, Y&& y) const {
+        std::visit([&]<class L>(const L& l) {
+            if constexpr (std::is_same_v<L, std::monostate>) throw ArgumentError("Linear: multiplied before its weights were loaded");
+            else l(backend, x, std::forward<Y>(y));
+        }, as_stored);
+    }
+
+private:
+    std::size_t in_, out_;
+    bool biased_;
 };
 
 }  // namespace tessera

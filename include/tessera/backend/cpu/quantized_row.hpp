@@ -1,5 +1,5 @@
 #pragma once
-// An activation row quantized for the integer products with Q8_0 / Q4_0 / Q6_K weights, and the
+// An activation row quantized for the integer products with Q8_0 / Q4_0 / the K-quants' weights, and the
 // portable products of one stored row with it (the reference every vector kernel must equal in
 // its integer sums).
 #include <algorithm>    // std::max
@@ -12,6 +12,11 @@
 #include <tessera/core/dtype.hpp>  // bf16, Q8_0, Q4_0, Q6_K
 
 namespace tessera::cpu {
+
+// The formats whose kernels read QuantizedRow::scaled_sums (weights with an offset or a min).
+template <class W>
+inline constexpr bool with_offsets =
+    std::is_same_v<W, Q4_K> || std::is_same_v<W, Q5_K> || std::is_same_v<W, Q5_0> || std::is_same_v<W, Q5_1>;
 
 // An activation row quantized for the integer products: k int8 values and k / 32 float scales.
 struct QuantizedRow {
@@ -34,6 +39,9 @@ struct QuantizedRow {
     std::vector<std::int32_t> minus_32x;
     std::vector<std::int8_t> q_by_group;
     std::vector<std::int32_t> minus_32_group;
+    // For the K-quants' and Q5_0 / Q5_1's kernels (products_k_quants.hpp): per block, its scale
+    // times the sum of its q (what the weights' offsets multiply).
+    std::vector<float> scaled_sums;
 
     void reserve(std::size_t k) {
         if (q.size() < k) q.resize(k);
@@ -45,6 +53,7 @@ struct QuantizedRow {
         if (minus_32x.size() < k / 4) minus_32x.resize(k / 4);
         if (q_by_group.size() < k) q_by_group.resize(k);
         if (minus_32_group.size() < k / 16) minus_32_group.resize(k / 16);
+        if (scaled_sums.size() < k / 32) scaled_sums.resize(k / 32);
     }
 
     // x(k), k a multiple of 32: each block scaled so that its largest magnitude becomes 127,
@@ -74,10 +83,19 @@ struct QuantizedRow {
         for (std::size_t i = 0; i < paired / 4; ++i)
             minus_8x[i] = -8 * (q_pairs[4 * i] + q_pairs[4 * i + 1] + q_pairs[4 * i + 2] + q_pairs[4 * i + 3]);
     }
+    void prepare_sums(std::size_t k) {
+        for (std::size_t b = 0; b < k / 32; ++b) {
+            int sum = 0;
+            for (std::size_t j = 0; j < 32; ++j) sum += q[b * 32 + j];
+            scaled_sums[b] = static_cast<float>(sum) * d[b];
+        }
+    }
     // What the AVX2 kernels of W's format read besides q and d (Q8_0's: nothing).
     template <class W>
     void prepare_for_avx2(std::size_t k) {
-        if constexpr (std::is_same_v<W, Q6_K>) {
+        if constexpr (with_offsets<W>) {
+            prepare_sums(k);
+        } else if constexpr (std::is_same_v<W, Q6_K>) {
             for (std::size_t i = 0; i < k / 4; ++i) minus_32x[i] = -32 * (q[4 * i] + q[4 * i + 1] + q[4 * i + 2] + q[4 * i + 3]);
         } else if constexpr (std::is_same_v<W, Q4_0>) {
             for (std::size_t b = 0; b < k / 32; ++b) {
@@ -91,7 +109,9 @@ struct QuantizedRow {
     // besides q and d.
     template <class W>
     void prepare_for(std::size_t k) {
-        if constexpr (std::is_same_v<W, Q4_0>) {
+        if constexpr (with_offsets<W>) {
+            prepare_sums(k);
+        } else if constexpr (std::is_same_v<W, Q4_0>) {
             pair_for_nibbles(k);
         } else if constexpr (std::is_same_v<W, Q6_K>) {
             for (std::size_t b = 0; b < k / 256; ++b) {
@@ -133,6 +153,7 @@ inline int block_dot(const Q4_0& w, const std::int8_t* q) noexcept {
 
 // Blocks [first, k / 32) of a Q8_0 or Q4_0 row times x.
 template <class W>
+    requires std::is_same_v<W, Q8_0> || std::is_same_v<W, Q4_0>
 inline float dot(const W* w, const float*, const QuantizedRow& x, std::size_t k, std::size_t first = 0) noexcept {
     float s = 0.0f;
     for (std::size_t b = first; b < k / 32; ++b)

@@ -36,6 +36,7 @@
 #include <tessera/backend/cpu/quantized_row.hpp>           // QuantizedRow, portable::dot
 #include <tessera/backend/cpu/products_avx2.hpp>           // avx2::dot, avx2::integer_columns
 #include <tessera/backend/cpu/products_q6_k.hpp>           // Q6_K's dots and avx512vnni::integer_columns
+#include <tessera/backend/cpu/products_k_quants.hpp>       // Q4_K, Q5_K, Q5_0, Q5_1's dots
 #include <tessera/backend/cpu/thread_pool.hpp>             // ThreadPool
 #include <tessera/core/weight_formats.hpp>                 // WeightFormat, Q8_0, Q4_0
 
@@ -148,6 +149,10 @@ inline constexpr std::size_t bf16_few_rows_max = 64;
 inline constexpr std::size_t amx_rows_min = 48;
 #endif
 
+// Up to this many rows, Q4_K, Q5_K, Q5_0 and Q5_1 products run the one-row dot for each pair
+// of weight row and activation row (rows_by_dots); more dequantize W to float (gemm_weights).
+inline constexpr std::size_t dot_rows_max = 16;
+
 // What a product of m rows with W weights multiplies the weights with: float activations,
 // activations rounded to bf16 (bf16 weights with AVX-512 BF16: one row, or more than
 // bf16_few_rows_max; on AMX from amx_rows_min rows), or 8-bit ones (Q8_0 and Q4_0: one row
@@ -165,6 +170,8 @@ ActivationPrecision activation_precision(std::size_t m) noexcept {
         if (has_avx512_vnni()) return ActivationPrecision::int8;
 #endif
         return m == 1 ? ActivationPrecision::int8 : ActivationPrecision::f32;
+    } else if constexpr (with_offsets<W>) {
+        return m <= dot_rows_max ? ActivationPrecision::int8 : ActivationPrecision::f32;
     } else if constexpr (std::is_same_v<W, bf16>) {
 #if TESSERA_HAS_AVX512_KERNELS
         if ((m == 1 || m > bf16_few_rows_max) && has_avx512_bf16()) return ActivationPrecision::bf16;
@@ -436,8 +443,59 @@ inline void amx_bf16_gemm(ThreadPool& pool, const float* a, const bf16* w, const
 }
 #endif
 
-// C(M,N) = A(M,K) · W(N,K)ᵀ + bias(N) for stored weights: one row is gemv_weights; more rows
-// dequantize W panel by panel (64 rows) and use the float product.
+// C(m, n) = A(m, k) · W(n, k)ᵀ + bias for Q4_K, Q5_K, Q5_0 or Q5_1: each activation row
+// quantized once (QuantizedRow with its sums), then each weight row, read once, times every
+// activation row by the one-row dot of the CPU's level, so that a row's result is the same bits
+// whatever m (decoding one row included).
+template <class W>
+    requires with_offsets<W>
+[[gnu::noinline]] void rows_by_dots(ThreadPool& pool, const float* a, const W* w, const float* bias, float* c, std::size_t m,
+                                    std::size_t n, std::size_t k) {
+#if TESSERA_HAS_AVX512_KERNELS
+    const KernelLevel level = has_avx512_vnni() ? KernelLevel::avx512 : has_avx2() ? KernelLevel::avx2 : KernelLevel::portable;
+#else
+    const KernelLevel level = KernelLevel::portable;
+#endif
+    thread_local std::vector<QuantizedRow> caller_rows;  // grows once per calling thread
+    std::vector<QuantizedRow>& rows = caller_rows;        // (the workers read the caller's)
+    if (rows.size() < m) rows.resize(m);
+    for (std::size_t i = 0; i < m; ++i) {
+#if TESSERA_HAS_AVX512_KERNELS
+        if (level == KernelLevel::avx512) {
+            rows[i].reserve(k);
+            avx512vnni::quantize_row(rows[i], a + i * k, k);
+        } else {
+            rows[i].assign(a + i * k, k);
+        }
+#else
+        rows[i].assign(a + i * k, k);
+#endif
+        rows[i].prepare_sums(k);
+    }
+    const std::size_t stored = stored_elements<W>(k);
+    pool.parallel_for(n, 16, [&](std::size_t begin, std::size_t end) {
+        const auto run = [&](auto dot) {
+            for (std::size_t r = begin; r < end; ++r) {
+                if (r + 2 < end) {  // the row after next, prefetched while this one is multiplied
+                    const char* next = reinterpret_cast<const char*>(w + (r + 2) * stored);
+                    for (std::size_t b = 0; b < stored * sizeof(W); b += 64) __builtin_prefetch(next + b);
+                }
+                for (std::size_t i = 0; i < m; ++i) c[i * n + r] = dot(w + r * stored, rows[i], k);
+            }
+        };
+#if TESSERA_HAS_AVX512_KERNELS
+        if (level == KernelLevel::avx512) run([](const W* row, const QuantizedRow& x, std::size_t d) { return avx512vnni::dot(row, nullptr, x, d); });
+        else if (level == KernelLevel::avx2) run([](const W* row, const QuantizedRow& x, std::size_t d) { return avx2::dot(row, nullptr, x, d); });
+        else
+#endif
+            run([](const W* row, const QuantizedRow& x, std::size_t d) { return portable::dot(row, nullptr, x, d); });
+        add_bias_columns(c, bias, m, n, begin, end);
+    });
+}
+
+// C(M,N) = A(M,K) · W(N,K)ᵀ + bias(N) for stored weights: one row is gemv_weights (or for the
+// K-quants and Q5_0 / Q5_1, up to dot_rows_max rows rows_by_dots); more rows dequantize W panel
+// by panel (64 rows) and use the float product.
 template <class W>
 [[gnu::noinline]] void gemm_weights(ThreadPool& pool, const float* a, const W* w, const float* bias, float* c, std::size_t m,
                                     std::size_t n, std::size_t k) {
@@ -461,7 +519,11 @@ template <class W>
         if (m > 1 && m <= avx2_integer_rows_max<W> && has_avx2()) return few_rows_integer<W, true>(pool, a, w, bias, c, m, n, k);
     }
 #endif
-    if (m == 1) return gemv_weights(pool, w, a, bias, c, n, k);
+    if constexpr (with_offsets<W>) {
+        if (m <= dot_rows_max) return rows_by_dots(pool, a, w, bias, c, m, n, k);
+    } else {
+        if (m == 1) return gemv_weights(pool, w, a, bias, c, n, k);
+    }
     constexpr std::size_t panel = 64;
     const std::size_t stored = stored_elements<W>(k);
     const ConstMatrixMap A = matrix(a, m, k, k);

@@ -1,0 +1,299 @@
+#pragma once
+// One-row products with the types of llama-quantize's K-quant files besides Q6_K
+// (products_q6_k.hpp) and Q8_0: Q4_K and Q5_K (super-blocks of 256: 8 groups of 32 with 6-bit
+// scales and mins, weight = d · scale · q − dmin · min) and their fallbacks Q5_0 (d · (q − 16))
+// and Q5_1 (d · q + m) for rows that are not whole super-blocks.
+//
+// The activations are quantized as for Q8_0 (QuantizedRow: 8 bits per block of 32, a float
+// scale each; llama.cpp quantizes them per 256 for the K-quants, Q8_K), so a group of 32 is one
+// activation block and each group's dot product is one integer sum of the unsigned quants q
+// times x: vpdpbusd with AVX-512 VNNI (64 weights per instruction), vpmaddubsw + vpmaddwd with
+// AVX2. The offsets (−dmin · min, −16 d, + m) multiply the block's sum of x, which
+// QuantizedRow::prepare_sums computes once per row (scaled_sums). The portable dots are the
+// reference the vector ones must equal in their integer sums.
+#include <cstddef>  // std::size_t
+#include <cstdint>  // std::uint32_t, std::uint64_t
+#include <cstring>  // std::memcpy
+
+#include <tessera/backend/cpu/kernel_level.hpp>    // TESSERA_HAS_X86_KERNELS
+#include <tessera/backend/cpu/products_avx2.hpp>  // avx2::horizontal_sum
+#include <tessera/backend/cpu/quantized_row.hpp>  // QuantizedRow
+#include <tessera/core/dtype.hpp>                 // Q4_K, Q5_K, Q5_0, Q5_1
+#include <tessera/core/weight_formats.hpp>        // WeightFormat<W>::quants, detail::unpack_five_bits
+
+namespace tessera::cpu {
+
+namespace detail {
+// A K-quant super-block's 8 six-bit scales (bytes 0-7 of the first word) and mins (of the
+// second), unpacked from its 12 bytes all at once (k_scale_min's layout: groups 0-3 in the low
+// six bits of bytes 0-3 and 4-7; groups 4-7 in the nibbles of bytes 8-11, their top two bits
+// in the top bits of bytes 0-7).
+struct ScalesAndMins {
+    std::uint64_t scales, mins;
+};
+inline ScalesAndMins scales_and_mins(const std::uint8_t* packed) noexcept {
+    std::uint32_t s[3];
+    std::memcpy(s, packed, sizeof s);
+    const std::uint32_t scales_high = (s[2] & 0x0f0f0f0fu) | ((s[0] >> 2) & 0x30303030u);
+    const std::uint32_t mins_high = ((s[2] >> 4) & 0x0f0f0f0fu) | ((s[1] >> 2) & 0x30303030u);
+    return {(s[0] & 0x3f3f3f3fu) | std::uint64_t{scales_high} << 32, (s[1] & 0x3f3f3f3fu) | std::uint64_t{mins_high} << 32};
+}
+}  // namespace detail
+
+namespace portable {
+
+// A Q4_K or Q5_K row · x: per group of 32, d · scale · xd · Σ q x − dmin · min · xd · Σ x.
+template <class W>
+    requires std::is_same_v<W, Q4_K> || std::is_same_v<W, Q5_K>
+inline float dot(const W* w, const float*, const QuantizedRow& x, std::size_t k) noexcept {
+    float s = 0.0f;
+    for (std::size_t b = 0; b < k / 256; ++b) {
+        std::uint8_t q[256];
+        WeightFormat<W>::quants(w[b], q);
+        const auto [scales, mins] = detail::scales_and_mins(w[b].scales);
+        const float d = static_cast<float>(w[b].d), dmin = static_cast<float>(w[b].dmin);
+        for (std::size_t g = 0; g < 8; ++g) {
+            const std::int8_t* xq = x.q.data() + b * 256 + 32 * g;
+            int sum = 0, sum_x = 0;
+            for (std::size_t i = 0; i < 32; ++i) {
+                sum += q[32 * g + i] * xq[i];
+                sum_x += xq[i];
+            }
+            const float xd = x.d[b * 8 + g];
+            s += static_cast<float>(sum) * (d * static_cast<float>((scales >> (8 * g)) & 255) * xd) -
+                 dmin * static_cast<float>((mins >> (8 * g)) & 255) * (static_cast<float>(sum_x) * xd);
+        }
+    }
+    return s;
+}
+
+// A Q5_0 or Q5_1 row · x: per block, d · xd · Σ q x, then −16 d (Q5_0) or + m (Q5_1) times xd · Σ x.
+template <class W>
+    requires std::is_same_v<W, Q5_0> || std::is_same_v<W, Q5_1>
+inline float dot(const W* w, const float*, const QuantizedRow& x, std::size_t k) noexcept {
+    float s = 0.0f;
+    for (std::size_t b = 0; b < k / 32; ++b) {
+        int q[32];
+        tessera::detail::unpack_five_bits(w[b].qs, w[b].qh, q);
+        const std::int8_t* xq = x.q.data() + b * 32;
+        int sum = 0, sum_x = 0;
+        for (std::size_t i = 0; i < 32; ++i) {
+            sum += q[i] * xq[i];
+            sum_x += xq[i];
+        }
+        const float d = static_cast<float>(w[b].d), scaled_sum_x = static_cast<float>(sum_x) * x.d[b];
+        float offset = -16.0f * d;
+        if constexpr (std::is_same_v<W, Q5_1>) offset = static_cast<float>(w[b].m);
+        s += static_cast<float>(sum) * (d * x.d[b]) + offset * scaled_sum_x;
+    }
+    return s;
+}
+
+}  // namespace portable
+
+}  // namespace tessera::cpu
+
+#if TESSERA_HAS_X86_KERNELS
+#include <immintrin.h>
+
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c")
+#endif
+
+namespace tessera::cpu::avx2 {
+
+// 32 unsigned weights times 32 int8 activations, summed into 8 int32 lanes (pairs of at most
+// 2 · 31 · 127 in 16 bits: no saturation).
+inline __m256i products(__m256i u, const std::int8_t* x) noexcept {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x))), _mm256_set1_epi16(1));
+}
+
+// The eight group scales d · scale · xd and the min offsets' sum dmin · Σ min · xd · Σ x of
+// one super-block.
+inline __m256 k_group_scales(const std::uint64_t packed_scales, float d, const float* xd) noexcept {
+    const __m256 scales = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(packed_scales))));
+    return _mm256_mul_ps(_mm256_mul_ps(scales, _mm256_set1_ps(d)), _mm256_loadu_ps(xd));
+}
+
+// A Q4_K or Q5_K row · x: per 32 weights (a group), their quants (low or high nibbles of 32
+// bytes; Q5_K's fifth bit from qh) times x, each group's 8 lanes scaled by its d · scale · xd.
+template <class W>
+    requires std::is_same_v<W, Q4_K> || std::is_same_v<W, Q5_K>
+inline float dot(const W* w, const float*, const QuantizedRow& x, std::size_t k) noexcept {
+    const __m256i low4 = _mm256_set1_epi8(15);
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps(), offsets = _mm256_setzero_ps();
+    for (std::size_t b = 0; b < k / 256; ++b) {
+        const W& block = w[b];
+        const auto [packed_scales, packed_mins] = detail::scales_and_mins(block.scales);
+        const __m256 scale = k_group_scales(packed_scales, _cvtsh_ss(block.d.bits), x.d.data() + 8 * b);
+        const __m256 mins = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(packed_mins))));
+        offsets = _mm256_fmadd_ps(_mm256_mul_ps(mins, _mm256_set1_ps(_cvtsh_ss(block.dmin.bits))),
+                                  _mm256_loadu_ps(x.scaled_sums.data() + 8 * b), offsets);
+        for (int h = 0; h < 4; ++h) {  // groups 2h (low nibbles) and 2h + 1 (high)
+            const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block.qs + 32 * h));
+            __m256i low = _mm256_and_si256(q, low4), high = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
+            if constexpr (std::is_same_v<W, Q5_K>) {
+                const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block.qh));
+                const __m256i bit_low = _mm256_set1_epi8(static_cast<char>(1 << (2 * h))), bit_high = _mm256_set1_epi8(static_cast<char>(2 << (2 * h)));
+                const __m256i sixteen = _mm256_set1_epi8(16);
+                low = _mm256_or_si256(low, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, bit_low), bit_low), sixteen));
+                high = _mm256_or_si256(high, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, bit_high), bit_high), sixteen));
+            }
+            const std::int8_t* xq = x.q.data() + 256 * b + 64 * h;
+            acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(products(low, xq)), _mm256_permutevar8x32_ps(scale, _mm256_set1_epi32(2 * h)), acc0);
+            acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(products(high, xq + 32)), _mm256_permutevar8x32_ps(scale, _mm256_set1_epi32(2 * h + 1)), acc1);
+        }
+    }
+    return horizontal_sum(_mm256_add_ps(acc0, acc1)) - horizontal_sum(offsets);
+}
+
+// Block b of a Q5_0 / Q5_1 row as 32 unsigned five-bit quants: the nibbles of qs (low: weights
+// 0-15, high: 16-31), bit j of qh set into byte j as 16.
+template <class W>
+inline __m256i five_bit_quants(const W& block) noexcept {
+    const __m128i qs = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block.qs));
+    const __m256i nibbles = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(qs, 4), qs), _mm256_set1_epi8(15));
+    std::uint32_t qh;
+    std::memcpy(&qh, block.qh, sizeof qh);
+    // Byte j takes byte j / 8 of qh, then tests bit j % 8.
+    const __m256i spread = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(qh)),
+                                               _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0));
+    const __m256i bits = _mm256_set1_epi64x(static_cast<long long>(0x8040201008040201ull));
+    const __m256i fifth = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, bits), bits), _mm256_set1_epi8(16));
+    return _mm256_or_si256(nibbles, fifth);
+}
+
+template <class W>
+    requires std::is_same_v<W, Q5_0> || std::is_same_v<W, Q5_1>
+inline float dot(const W* w, const float*, const QuantizedRow& x, std::size_t k) noexcept {
+    __m256 acc = _mm256_setzero_ps();
+    float offsets = 0.0f;
+    for (std::size_t b = 0; b < k / 32; ++b) {
+        const float d = _cvtsh_ss(w[b].d.bits);
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(products(five_bit_quants(w[b]), x.q.data() + 32 * b)), _mm256_set1_ps(d * x.d[b]), acc);
+        if constexpr (std::is_same_v<W, Q5_0>) offsets += -16.0f * d * x.scaled_sums[b];
+        else offsets += _cvtsh_ss(w[b].m.bits) * x.scaled_sums[b];
+    }
+    return horizontal_sum(acc) + offsets;
+}
+
+}  // namespace tessera::cpu::avx2
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
+
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,f16c,fma"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512vnni,f16c,fma")
+#endif
+
+namespace tessera::cpu::avx512vnni {
+
+// Two 32-byte runs of x as one vector: groups g and g + 2 of a super-block's activations.
+inline __m512i activations(const std::int8_t* x, std::size_t g) noexcept {
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 32 * g))),
+                              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 32 * (g + 2))), 1);
+}
+
+// A Q4_K or Q5_K row · x. Per super-block, 64 bytes of qs at a time (h = 0, 1) hold groups 4h
+// and 4h + 2 in their low nibbles, 4h + 1 and 4h + 3 in their high ones (bytes 0-31 and
+// 32-63); Q5_K's fifth bits (bit 2j of qh[l] for group 2j, 2j + 1 for 2j + 1) are added as 16
+// under a byte mask. Each vpdpbusd sums two groups, 8 lanes each, scaled lane by lane by the
+// groups' d · scale · xd.
+template <class W>
+    requires std::is_same_v<W, Q4_K> || std::is_same_v<W, Q5_K>
+inline float dot(const W* w, const float*, const QuantizedRow& x, std::size_t k) noexcept {
+    const __m512i low4 = _mm512_set1_epi8(15);
+    // Lanes 0-7 from scale g, 8-15 from g + 2, for g = 0, 1, 4, 5 (the vectors' first groups).
+    const __m512i pick[4] = {_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2),
+                             _mm512_setr_epi32(1, 1, 1, 1, 1, 1, 1, 1, 3, 3, 3, 3, 3, 3, 3, 3),
+                             _mm512_setr_epi32(4, 4, 4, 4, 4, 4, 4, 4, 6, 6, 6, 6, 6, 6, 6, 6),
+                             _mm512_setr_epi32(5, 5, 5, 5, 5, 5, 5, 5, 7, 7, 7, 7, 7, 7, 7, 7)};
+    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+    __m256 offsets = _mm256_setzero_ps();
+    for (std::size_t b = 0; b < k / 256; ++b) {
+        const W& block = w[b];
+        const auto [packed_scales, packed_mins] = detail::scales_and_mins(block.scales);
+        const __m512 scale = _mm512_castps256_ps512(avx2::k_group_scales(packed_scales, _cvtsh_ss(block.d.bits), x.d.data() + 8 * b));
+        const __m256 mins = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(packed_mins))));
+        offsets = _mm256_fmadd_ps(_mm256_mul_ps(mins, _mm256_set1_ps(_cvtsh_ss(block.dmin.bits))),
+                                  _mm256_loadu_ps(x.scaled_sums.data() + 8 * b), offsets);
+        const std::int8_t* xq = x.q.data() + 256 * b;
+        for (int h = 0; h < 2; ++h) {
+            const __m512i q = _mm512_loadu_si512(block.qs + 64 * h);
+            __m512i low = _mm512_and_si512(q, low4), high = _mm512_and_si512(_mm512_srli_epi16(q, 4), low4);
+            if constexpr (std::is_same_v<W, Q5_K>) {
+                const __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(block.qh)));
+                const auto bits = [h](int j) {  // groups 4h + j and 4h + j + 2
+                    return _mm512_inserti64x4(_mm512_set1_epi8(static_cast<char>(1 << (4 * h + j))),
+                                              _mm256_set1_epi8(static_cast<char>(1 << (4 * h + j + 2))), 1);
+                };
+                const __m512i sixteen = _mm512_set1_epi8(16);
+                low = _mm512_mask_add_epi8(low, _mm512_test_epi8_mask(qh, bits(0)), low, sixteen);
+                high = _mm512_mask_add_epi8(high, _mm512_test_epi8_mask(qh, bits(1)), high, sixteen);
+            }
+            const __m512i sums_low = _mm512_dpbusd_epi32(_mm512_setzero_si512(), low, activations(xq, 4 * h));
+            const __m512i sums_high = _mm512_dpbusd_epi32(_mm512_setzero_si512(), high, activations(xq, 4 * h + 1));
+            acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums_low), _mm512_permutexvar_ps(pick[2 * h], scale), acc0);
+            acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums_high), _mm512_permutexvar_ps(pick[2 * h + 1], scale), acc1);
+        }
+    }
+    return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1)) - avx2::horizontal_sum(offsets);
+}
+
+// A Q5_0 or Q5_1 row · x, two blocks per vpdpbusd: bytes 0-15 and 16-31 the low and high
+// nibbles of block b (its weights in order), 32-63 block b + 1's, so x is read as stored; the
+// fifth bits are the 64 bits of the two qh, added as 16 under that mask.
+template <class W>
+    requires std::is_same_v<W, Q5_0> || std::is_same_v<W, Q5_1>
+inline float dot(const W* w, const float*, const QuantizedRow& x, std::size_t k) noexcept {
+    const __m512i low4 = _mm512_set1_epi8(15), sixteen = _mm512_set1_epi8(16);
+    const __m512i shifts = _mm512_setr_epi64(0, 0, 4, 4, 0, 0, 4, 4);  // the high nibbles' 128-bit lanes
+    __m512 acc = _mm512_setzero_ps();
+    float offsets = 0.0f;
+    const std::size_t blocks = k / 32, paired = blocks / 2 * 2;
+    for (std::size_t b = 0; b < paired; b += 2) {
+        const __m256i two = _mm256_set_m128i(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w[b + 1].qs)),
+                                             _mm_loadu_si128(reinterpret_cast<const __m128i*>(w[b].qs)));
+        // 128-bit lanes [qs b, qs b, qs b+1, qs b+1], the second of each pair shifted down 4.
+        const __m512i spread = _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 1, 0, 1, 2, 3, 2, 3), _mm512_castsi256_si512(two));
+        __m512i u = _mm512_and_si512(_mm512_srlv_epi64(spread, shifts), low4);
+        std::uint32_t qh0, qh1;
+        std::memcpy(&qh0, w[b].qh, sizeof qh0);
+        std::memcpy(&qh1, w[b + 1].qh, sizeof qh1);
+        u = _mm512_mask_add_epi8(u, static_cast<__mmask64>(qh0 | std::uint64_t{qh1} << 32), u, sixteen);
+        const __m512i sums = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u, _mm512_loadu_si512(x.q.data() + 32 * b));
+        const float d0 = _cvtsh_ss(w[b].d.bits), d1 = _cvtsh_ss(w[b + 1].d.bits);
+        const __m512 scale = _mm512_insertf32x8(_mm512_set1_ps(d0 * x.d[b]), _mm256_set1_ps(d1 * x.d[b + 1]), 1);
+        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), scale, acc);
+        if constexpr (std::is_same_v<W, Q5_0>) offsets += -16.0f * (d0 * x.scaled_sums[b] + d1 * x.scaled_sums[b + 1]);
+        else offsets += _cvtsh_ss(w[b].m.bits) * x.scaled_sums[b] + _cvtsh_ss(w[b + 1].m.bits) * x.scaled_sums[b + 1];
+    }
+    float s = _mm512_reduce_add_ps(acc) + offsets;
+    if (paired < blocks) {  // an odd block count's last block, as AVX2 multiplies it
+        const std::size_t b = paired;
+        const float d = _cvtsh_ss(w[b].d.bits);
+        const __m256 sums = _mm256_cvtepi32_ps(avx2::products(avx2::five_bit_quants(w[b]), x.q.data() + 32 * b));
+        s += avx2::horizontal_sum(sums) * (d * x.d[b]);
+        if constexpr (std::is_same_v<W, Q5_0>) s += -16.0f * d * x.scaled_sums[b];
+        else s += _cvtsh_ss(w[b].m.bits) * x.scaled_sums[b];
+    }
+    return s;
+}
+
+}  // namespace tessera::cpu::avx512vnni
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
+#endif  // TESSERA_HAS_X86_KERNELS

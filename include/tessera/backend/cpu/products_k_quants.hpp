@@ -193,13 +193,16 @@ inline float dot(const W* w, const float*, const QuantizedRow& x, std::size_t k)
 #else
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512vnni,f16c,fma")
+#pragma GCC diagnostic push  // (GCC's AVX-512 intrinsics start from an undefined vector)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 
 namespace tessera::cpu::avx512vnni {
 
 // Two 32-byte runs of x as one vector: groups g and g + 2 of a super-block's activations.
 inline __m512i activations(const std::int8_t* x, std::size_t g) noexcept {
-    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 32 * g))),
+    return _mm512_inserti64x4(_mm512_zextsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 32 * g))),
                               _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 32 * (g + 2))), 1);
 }
 
@@ -222,7 +225,7 @@ inline float dot(const W* w, const float*, const QuantizedRow& x, std::size_t k)
     for (std::size_t b = 0; b < k / 256; ++b) {
         const W& block = w[b];
         const auto [packed_scales, packed_mins] = detail::scales_and_mins(block.scales);
-        const __m512 scale = _mm512_castps256_ps512(avx2::k_group_scales(packed_scales, _cvtsh_ss(block.d.bits), x.d.data() + 8 * b));
+        const __m512 scale = _mm512_zextps256_ps512(avx2::k_group_scales(packed_scales, _cvtsh_ss(block.d.bits), x.d.data() + 8 * b));
         const __m256 mins = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(packed_mins))));
         offsets = _mm256_fmadd_ps(_mm256_mul_ps(mins, _mm256_set1_ps(_cvtsh_ss(block.dmin.bits))),
                                   _mm256_loadu_ps(x.scaled_sums.data() + 8 * b), offsets);
@@ -264,7 +267,7 @@ inline float dot(const W* w, const float*, const QuantizedRow& x, std::size_t k)
         const __m256i two = _mm256_set_m128i(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w[b + 1].qs)),
                                              _mm_loadu_si128(reinterpret_cast<const __m128i*>(w[b].qs)));
         // 128-bit lanes [qs b, qs b, qs b+1, qs b+1], the second of each pair shifted down 4.
-        const __m512i spread = _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 1, 0, 1, 2, 3, 2, 3), _mm512_castsi256_si512(two));
+        const __m512i spread = _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 1, 0, 1, 2, 3, 2, 3), _mm512_zextsi256_si512(two));
         __m512i u = _mm512_and_si512(_mm512_srlv_epi64(spread, shifts), low4);
         std::uint32_t qh0, qh1;
         std::memcpy(&qh0, w[b].qh, sizeof qh0);
@@ -272,7 +275,9 @@ inline float dot(const W* w, const float*, const QuantizedRow& x, std::size_t k)
         u = _mm512_mask_add_epi8(u, static_cast<__mmask64>(qh0 | std::uint64_t{qh1} << 32), u, sixteen);
         const __m512i sums = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u, _mm512_loadu_si512(x.q.data() + 32 * b));
         const float d0 = _cvtsh_ss(w[b].d.bits), d1 = _cvtsh_ss(w[b + 1].d.bits);
-        const __m512 scale = _mm512_insertf32x8(_mm512_set1_ps(d0 * x.d[b]), _mm256_set1_ps(d1 * x.d[b + 1]), 1);
+        // (As doubles: inserting eight floats is AVX-512 DQ's, not assumed here.)
+        const __m512 scale = _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(_mm512_set1_ps(d0 * x.d[b])),
+                                                                 _mm256_castps_pd(_mm256_set1_ps(d1 * x.d[b + 1])), 1));
         acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), scale, acc);
         if constexpr (std::is_same_v<W, Q5_0>) offsets += -16.0f * (d0 * x.scaled_sums[b] + d1 * x.scaled_sums[b + 1]);
         else offsets += _cvtsh_ss(w[b].m.bits) * x.scaled_sums[b] + _cvtsh_ss(w[b + 1].m.bits) * x.scaled_sums[b + 1];
@@ -294,6 +299,7 @@ inline float dot(const W* w, const float*, const QuantizedRow& x, std::size_t k)
 #if defined(__clang__)
 #pragma clang attribute pop
 #else
+#pragma GCC diagnostic pop
 #pragma GCC pop_options
 #endif
 #endif  // TESSERA_HAS_X86_KERNELS

@@ -22,6 +22,7 @@
 #include <tessera/backend/cpu/quantized_row.hpp>           // QuantizedRow, portable::dot
 #include <tessera/backend/cpu/products_avx2.hpp>           // avx2::dot, avx2::integer_columns
 #include <tessera/backend/cpu/products_q6_k.hpp>           // Q6_K's dots and avx512vnni::integer_columns
+#include <tessera/backend/cpu/products_k_quants.hpp>       // detail::scales_and_mins
 #include <tessera/backend/cpu/thread_pool.hpp>             // ThreadPool
 #include <tessera/core/weight_formats.hpp>                 // WeightFormat, Q8_0, Q4_0
 
@@ -269,7 +270,8 @@ struct PackedActivations {
 template <class W>
 inline void pack_activation_row(const QuantizedRow& x, std::size_t t, std::size_t blocks, std::int8_t* q, float* d,
                                 std::int32_t* offset) noexcept {
-    constexpr int shift = std::is_same_v<W, Q4_0> ? 8 : std::is_same_v<W, Q6_K> ? 32 : 128;
+    // (Q5_0: its −16; Q4_K / Q5_K / Q5_1's mins are float, added apart: packed_offset_gemm.)
+    constexpr int shift = std::is_same_v<W, Q4_0> ? 8 : std::is_same_v<W, Q5_0> ? 16 : std::is_same_v<W, Q6_K> ? 32 : with_offsets<W> ? 0 : 128;
     constexpr std::size_t halves = offsets_per_block<W>;
     for (std::size_t b = 0; b < blocks; ++b) {
         const std::int8_t* block = x.q.data() + b * 32;
@@ -307,6 +309,70 @@ inline void pack_weight_panels(const W* w, std::size_t stored, std::size_t rows,
                 for (std::size_t i = 0; i < 4; ++i) dst[g * 64 + i] = u[4 * g + i];
             ws[(b * 2 + panel) * 16 + lane] = scale;
         }
+    }
+}
+
+// Q4_K / Q5_K / Q5_0 / Q5_1 weight rows [0, rows) (rows <= 32; `stored` blocks of their own
+// per row) in pack_weight_panels' layout, per block of 32: the unsigned quants (0-31), the
+// rows' scales (Q4_K / Q5_K: d · the group's scale; Q5_0 / Q5_1: d) and in `mins` what each
+// row adds per unit of the block's activation sum ([block][row of 32]: −dmin · the group's min,
+// Q5_1's m; Q5_0's −16 d is an integer offset, the activations' shift). Missing rows get 0.
+template <class W>
+    requires with_offsets<W>
+inline void pack_offset_panels(const W* w, std::size_t stored, std::size_t rows, std::uint8_t* wq, float* ws, float* mins) noexcept {
+    constexpr bool k_quant = WeightFormat<W>::block == 256;
+    for (std::size_t r = 0; r < 32; ++r) {
+        const std::size_t panel = r / 16, lane = r % 16;
+        for (std::size_t sb = 0; sb < stored; ++sb) {
+            std::uint8_t q[WeightFormat<W>::block] = {};
+            float scale[8] = {}, min[8] = {};
+            if (r < rows) {
+                const W& block = w[r * stored + sb];
+                const float d = static_cast<float>(block.d);
+                if constexpr (k_quant) {
+                    WeightFormat<W>::quants(block, q);
+                    const auto [scales, group_mins] = detail::scales_and_mins(block.scales);
+                    const float dmin = static_cast<float>(block.dmin);
+                    for (std::size_t g = 0; g < 8; ++g) {
+                        scale[g] = d * static_cast<float>((scales >> (8 * g)) & 255);
+                        min[g] = -dmin * static_cast<float>((group_mins >> (8 * g)) & 255);
+                    }
+                } else {
+                    int v[32];
+                    tessera::detail::unpack_five_bits(block.qs, block.qh, v);
+                    for (std::size_t e = 0; e < 32; ++e) q[e] = static_cast<std::uint8_t>(v[e]);
+                    scale[0] = d;
+                    if constexpr (std::is_same_v<W, Q5_1>) min[0] = static_cast<float>(block.m);
+                }
+            }
+            for (std::size_t i = 0; i < WeightFormat<W>::block / 32; ++i) {
+                const std::size_t b = k_quant ? sb * 8 + i : sb;
+                std::uint8_t* dst = wq + (b * 2 + panel) * 512 + lane * 4;
+                for (std::size_t g = 0; g < 8; ++g)
+                    for (std::size_t e = 0; e < 4; ++e) dst[g * 64 + e] = q[32 * i + 4 * g + e];
+                ws[(b * 2 + panel) * 16 + lane] = scale[i];
+                mins[b * 32 + r] = min[i];
+            }
+        }
+    }
+}
+
+// C rows [0, m) x columns [0, cols) (cols <= 32; row stride ldc) += sums(m, blocks) ·
+// mins(blocks, 32)ᵀ: each activation row's block sums times the panel's mins (pack_offset_panels).
+inline void add_mins(const float* sums, const float* mins, std::size_t blocks, float* c, std::size_t ldc, std::size_t m,
+                     std::size_t cols) noexcept {
+    const __mmask16 m0 = static_cast<__mmask16>(cols >= 16 ? 0xffffu : (1u << cols) - 1u);
+    const __mmask16 m1 = static_cast<__mmask16>(cols >= 32 ? 0xffffu : cols > 16 ? (1u << (cols - 16)) - 1u : 0u);
+    for (std::size_t t = 0; t < m; ++t) {
+        __m512 lo = _mm512_setzero_ps(), hi = _mm512_setzero_ps();
+        for (std::size_t b = 0; b < blocks; ++b) {
+            const __m512 x = _mm512_set1_ps(sums[t * blocks + b]);
+            lo = _mm512_fmadd_ps(_mm512_loadu_ps(mins + b * 32), x, lo);
+            hi = _mm512_fmadd_ps(_mm512_loadu_ps(mins + b * 32 + 16), x, hi);
+        }
+        float* out = c + t * ldc;
+        _mm512_mask_storeu_ps(out, m0, _mm512_add_ps(_mm512_maskz_loadu_ps(m0, out), lo));
+        _mm512_mask_storeu_ps(out + 16, m1, _mm512_add_ps(_mm512_maskz_loadu_ps(m1, out + 16), hi));
     }
 }
 

@@ -150,7 +150,8 @@ inline constexpr std::size_t amx_rows_min = 48;
 #endif
 
 // Up to this many rows, Q4_K, Q5_K, Q5_0 and Q5_1 products run the one-row dot for each pair
-// of weight row and activation row (rows_by_dots); more dequantize W to float (gemm_weights).
+// of weight row and activation row (rows_by_dots); more the packed integer GEMM with AVX-512
+// VNNI (packed_offset_gemm), else W dequantized to float (gemm_weights).
 inline constexpr std::size_t dot_rows_max = 16;
 
 // What a product of m rows with W weights multiplies the weights with: float activations,
@@ -171,6 +172,9 @@ ActivationPrecision activation_precision(std::size_t m) noexcept {
 #endif
         return m == 1 ? ActivationPrecision::int8 : ActivationPrecision::f32;
     } else if constexpr (with_offsets<W>) {
+#if TESSERA_HAS_AVX512_KERNELS
+        if (has_avx512_vnni()) return ActivationPrecision::int8;
+#endif
         return m <= dot_rows_max ? ActivationPrecision::int8 : ActivationPrecision::f32;
     } else if constexpr (std::is_same_v<W, bf16>) {
 #if TESSERA_HAS_AVX512_KERNELS
@@ -253,10 +257,13 @@ avx512vnni::PackedActivations& pack_activations(ThreadPool& pool, const float* a
 // Then every panel of 32 weight rows times every tile: panel(col, cols), called on the thread
 // that multiplies it, returns the weight rows [col, col + cols) as packed_tile reads them
 // (BytePanels: packed into per-thread room, or a copy packed in advance; or Q4_0 arranged in
-// place).
-template <class Panel>
+// place); finish(col, cols) then adds what the tiles do not (packed_offset_gemm's mins).
+struct NothingMore {
+    void operator()(std::size_t, std::size_t) const noexcept {}
+};
+template <class Panel, class Finish = NothingMore>
 void packed_panels_gemm(ThreadPool& pool, avx512vnni::PackedActivations& packed, Panel&& panel, const float* bias, float* c,
-                        std::size_t m, std::size_t n, std::size_t k) {
+                        std::size_t m, std::size_t n, std::size_t k, Finish&& finish = {}) {
     using namespace avx512vnni;
     const std::size_t tiles = (m + packed_rows - 1) / packed_rows, blocks = k / 32;
     pool.parallel_for(n, 32, [&](std::size_t begin, std::size_t end) {
@@ -269,6 +276,7 @@ void packed_panels_gemm(ThreadPool& pool, avx512vnni::PackedActivations& packed,
                     packed_tile<T>(packed.tile_q(tile), packed.tile_d(tile), packed.tile_offset(tile), panels, blocks, out, n, cols);
                 });
             }
+            finish(col, cols);
             add_bias_columns(c, bias, m, n, col, col + cols);
         }
     });
@@ -289,6 +297,48 @@ void packed_integer_gemm(ThreadPool& pool, const float* a, const W* w, const flo
         avx512vnni::pack_weight_panels(w + col * blocks, blocks, cols, wq.data(), ws.data());
         return avx512vnni::BytePanels{wq.data(), ws.data()};
     }, bias, c, m, n, k);
+}
+
+// C(m, n) = A(m, k) · W(n, k)ᵀ + bias for Q4_K / Q5_K / Q5_0 / Q5_1 and many rows: the packed
+// integer GEMM over their unsigned quants (pack_offset_panels, per call), each block's sums
+// scaled by the rows' d · scale; then, per panel, the mins (−dmin · min, Q5_1's m) times each
+// activation block's sum xd · Σ q, summed from the packed activations.
+template <class W>
+    requires with_offsets<W>
+void packed_offset_gemm(ThreadPool& pool, const float* a, const W* w, const float* bias, float* c, std::size_t m, std::size_t n,
+                        std::size_t k) {
+    const std::size_t blocks = k / 32, stored = stored_elements<W>(k), tiles = (m + avx512vnni::packed_rows - 1) / avx512vnni::packed_rows;
+    auto& packed = pack_activations<W>(pool, a, m, k);
+    thread_local AlignedBuffer<float> caller_sums;  // [row][block]: xd · Σ q (the workers read the caller's)
+    AlignedBuffer<float>& sums = caller_sums;
+    if (sums.size() < m * blocks) sums = AlignedBuffer<float>(m * blocks);
+    pool.parallel_for(tiles, 1, [&](std::size_t begin, std::size_t end) {
+        for (std::size_t tile = begin; tile < end; ++tile) {
+            const std::int8_t* q = packed.tile_q(tile);
+            const float* d = packed.tile_d(tile);
+            for (std::size_t t = 0; t < avx512vnni::packed_rows && tile * avx512vnni::packed_rows + t < m; ++t) {
+                for (std::size_t b = 0; b < blocks; ++b) {
+                    int sum = 0;
+                    for (std::size_t g = 0; g < 8; ++g)
+                        for (std::size_t e = 0; e < 4; ++e) sum += q[(b * 8 + g) * 16 + t * 4 + e];
+                    sums.data()[(tile * avx512vnni::packed_rows + t) * blocks + b] = static_cast<float>(sum) * d[b * avx512vnni::packed_rows + t];
+                }
+            }
+        }
+    });
+    thread_local AlignedBuffer<float> mins;  // one panel's [block][row of 32], grown once per thread
+    packed_panels_gemm(pool, packed, [&](std::size_t col, std::size_t cols) {
+        thread_local AlignedBuffer<std::uint8_t> wq;  // one panel's room, grown once per thread
+        thread_local AlignedBuffer<float> ws;
+        if (wq.size() < 32 * k) wq = AlignedBuffer<std::uint8_t>(32 * k);
+        if (ws.size() < 32 * blocks) ws = AlignedBuffer<float>(32 * blocks);
+        if (mins.size() < 32 * blocks) mins = AlignedBuffer<float>(32 * blocks);
+        avx512vnni::pack_offset_panels(w + col * stored, stored, cols, wq.data(), ws.data(), mins.data());
+        return avx512vnni::BytePanels{wq.data(), ws.data()};
+    }, bias, c, m, n, k, [&](std::size_t col, std::size_t cols) {
+        // (Q5_0's offset is the activations' integer shift.)
+        if constexpr (!std::is_same_v<W, Q5_0>) avx512vnni::add_mins(sums.data(), mins.data(), blocks, c + col, n, m, cols);
+    });
 }
 
 // A Q4_0 model's Q6_K head also kept packed (pack_q6_k_panels: 40 bytes per 32 weights instead
@@ -494,8 +544,8 @@ template <class W>
 }
 
 // C(M,N) = A(M,K) · W(N,K)ᵀ + bias(N) for stored weights: one row is gemv_weights (or for the
-// K-quants and Q5_0 / Q5_1, up to dot_rows_max rows rows_by_dots); more rows dequantize W panel
-// by panel (64 rows) and use the float product.
+// K-quants and Q5_0 / Q5_1, up to dot_rows_max rows rows_by_dots, more packed_offset_gemm with
+// VNNI); otherwise more rows dequantize W panel by panel (64 rows) and use the float product.
 template <class W>
 [[gnu::noinline]] void gemm_weights(ThreadPool& pool, const float* a, const W* w, const float* bias, float* c, std::size_t m,
                                     std::size_t n, std::size_t k) {
@@ -521,6 +571,9 @@ template <class W>
 #endif
     if constexpr (with_offsets<W>) {
         if (m <= dot_rows_max) return rows_by_dots(pool, a, w, bias, c, m, n, k);
+#if TESSERA_HAS_AVX512_KERNELS
+        if (has_avx512_vnni()) return packed_offset_gemm(pool, a, w, bias, c, m, n, k);
+#endif
     } else {
         if (m == 1) return gemv_weights(pool, w, a, bias, c, n, k);
     }

@@ -301,11 +301,15 @@ TEST_CASE("A row's product has the same bits whatever other rows share the produ
         check_batch_independence<Q4_0>(40, cpu::integer_rows_max + 1);
         // Q6_K: one kernel for any number of rows, decoding's one included.
         check_batch_independence<Q6_K>(40, 1);
-        // The one-row dot for every row, up to dot_rows_max rows.
+        // The one-row dot for every row up to dot_rows_max rows, the packed GEMM beyond.
         check_batch_independence<Q4_K>(cpu::dot_rows_max, 1);
         check_batch_independence<Q5_K>(cpu::dot_rows_max, 1);
         check_batch_independence<Q5_0>(cpu::dot_rows_max, 1);
         check_batch_independence<Q5_1>(cpu::dot_rows_max, 1);
+        check_batch_independence<Q4_K>(40, cpu::dot_rows_max + 1);
+        check_batch_independence<Q5_K>(40, cpu::dot_rows_max + 1);
+        check_batch_independence<Q5_0>(40, cpu::dot_rows_max + 1);
+        check_batch_independence<Q5_1>(40, cpu::dot_rows_max + 1);
     }
 #else
     test::skip("no AVX-512 kernels in this build");
@@ -777,7 +781,7 @@ void check_offset_dot_is_exact(std::size_t k) {
         exact += static_cast<std::int64_t>(widened[i]) * x.q[i];
     }
     REQUIRE(std::abs(exact) < (1 << 24));
-    x.prepare_sums(k);
+    x.prepare_for<W>(k);  // (what the kernels of every level read besides q and d)
     INFO(WeightFormat<W>::name << " k=" << k);
     check_every_level_gives(w.data(), x, k, exact);
 }

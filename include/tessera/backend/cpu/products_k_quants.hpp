@@ -118,12 +118,29 @@ inline __m256 k_group_scales(const std::uint64_t packed_scales, float d, const f
     return _mm256_mul_ps(_mm256_mul_ps(scales, _mm256_set1_ps(d)), _mm256_loadu_ps(xd));
 }
 
-// A Q4_K or Q5_K row · x: per 32 weights (a group), their quants (low or high nibbles of 32
-// bytes; Q5_K's fifth bit from qh) times x, each group's 8 lanes scaled by its d · scale · xd.
+// Groups 2h and 2h + 1 of a Q4_K or Q5_K super-block as 32 unsigned quants each: the low and
+// high nibbles of qs[32 h, 32 h + 32), Q5_K's fifth bits (bits 2h and 2h + 1 of qh) as 16.
+template <class W>
+    requires std::is_same_v<W, Q4_K> || std::is_same_v<W, Q5_K>
+inline void k_quant_groups(const W& block, int h, __m256i& low, __m256i& high) noexcept {
+    const __m256i low4 = _mm256_set1_epi8(15);
+    const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block.qs + 32 * h));
+    low = _mm256_and_si256(q, low4);
+    high = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
+    if constexpr (std::is_same_v<W, Q5_K>) {
+        const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block.qh));
+        const __m256i bit_low = _mm256_set1_epi8(static_cast<char>(1 << (2 * h))), bit_high = _mm256_set1_epi8(static_cast<char>(2 << (2 * h)));
+        const __m256i sixteen = _mm256_set1_epi8(16);
+        low = _mm256_or_si256(low, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, bit_low), bit_low), sixteen));
+        high = _mm256_or_si256(high, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, bit_high), bit_high), sixteen));
+    }
+}
+
+// A Q4_K or Q5_K row · x: per 32 weights (a group), their quants (k_quant_groups) times x, each
+// group's 8 lanes scaled by its d · scale · xd.
 template <class W>
     requires std::is_same_v<W, Q4_K> || std::is_same_v<W, Q5_K>
 inline float dot(const W* w, const float*, const QuantizedRow& x, std::size_t k) noexcept {
-    const __m256i low4 = _mm256_set1_epi8(15);
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps(), offsets = _mm256_setzero_ps();
     for (std::size_t b = 0; b < k / 256; ++b) {
         const W& block = w[b];
@@ -133,15 +150,8 @@ inline float dot(const W* w, const float*, const QuantizedRow& x, std::size_t k)
         offsets = _mm256_fmadd_ps(_mm256_mul_ps(mins, _mm256_set1_ps(_cvtsh_ss(block.dmin.bits))),
                                   _mm256_loadu_ps(x.scaled_sums.data() + 8 * b), offsets);
         for (int h = 0; h < 4; ++h) {  // groups 2h (low nibbles) and 2h + 1 (high)
-            const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block.qs + 32 * h));
-            __m256i low = _mm256_and_si256(q, low4), high = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
-            if constexpr (std::is_same_v<W, Q5_K>) {
-                const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block.qh));
-                const __m256i bit_low = _mm256_set1_epi8(static_cast<char>(1 << (2 * h))), bit_high = _mm256_set1_epi8(static_cast<char>(2 << (2 * h)));
-                const __m256i sixteen = _mm256_set1_epi8(16);
-                low = _mm256_or_si256(low, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, bit_low), bit_low), sixteen));
-                high = _mm256_or_si256(high, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, bit_high), bit_high), sixteen));
-            }
+            __m256i low, high;
+            k_quant_groups(block, h, low, high);
             const std::int8_t* xq = x.q.data() + 256 * b + 64 * h;
             acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(products(low, xq)), _mm256_permutevar8x32_ps(scale, _mm256_set1_epi32(2 * h)), acc0);
             acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(products(high, xq + 32)), _mm256_permutevar8x32_ps(scale, _mm256_set1_epi32(2 * h + 1)), acc1);
@@ -206,33 +216,36 @@ inline __m512i activations(const std::int8_t* x, std::size_t g) noexcept {
                               _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 32 * (g + 2))), 1);
 }
 
-// A Q4_K or Q5_K row · x. Per super-block, 64 bytes of qs at a time (h = 0, 1) hold groups 4h
-// and 4h + 2 in their low nibbles, 4h + 1 and 4h + 3 in their high ones (bytes 0-31 and
-// 32-63); Q5_K's fifth bits (bit 2j of qh[l] for group 2j, 2j + 1 for 2j + 1) are added as 16
-// under a byte mask. Each vpdpbusd sums two groups, 8 lanes each, scaled lane by lane by the
-// groups' d · scale · xd.
-template <class W>
+// A Q4_K or Q5_K row times T activation rows: out[t] = W · x[t]. Per super-block, 64 bytes of
+// qs at a time (h = 0, 1) hold groups 4h and 4h + 2 in their low nibbles, 4h + 1 and 4h + 3 in
+// their high ones (bytes 0-31 and 32-63); Q5_K's fifth bits (bit 2j of qh[l] for group 2j,
+// 2j + 1 for 2j + 1) are added as 16 under a byte mask. The weights are unpacked once for all T
+// rows; each vpdpbusd sums two groups, 8 lanes each, scaled lane by lane by the groups'
+// d · scale · xd. Each row's operations are the same whatever T: the same bits for any T.
+template <class W, std::size_t T>
     requires std::is_same_v<W, Q4_K> || std::is_same_v<W, Q5_K>
-inline float dot(const W* w, const float*, const QuantizedRow& x, std::size_t k) noexcept {
+inline void dot_rows(const W* w, const QuantizedRow* x, std::size_t k, float* out) noexcept {
     const __m512i low4 = _mm512_set1_epi8(15);
     // Lanes 0-7 from scale g, 8-15 from g + 2, for g = 0, 1, 4, 5 (the vectors' first groups).
     const __m512i pick[4] = {_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2),
                              _mm512_setr_epi32(1, 1, 1, 1, 1, 1, 1, 1, 3, 3, 3, 3, 3, 3, 3, 3),
                              _mm512_setr_epi32(4, 4, 4, 4, 4, 4, 4, 4, 6, 6, 6, 6, 6, 6, 6, 6),
                              _mm512_setr_epi32(5, 5, 5, 5, 5, 5, 5, 5, 7, 7, 7, 7, 7, 7, 7, 7)};
-    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
-    __m256 offsets = _mm256_setzero_ps();
+    __m512 acc0[T], acc1[T];
+    __m256 offsets[T];
+    for (std::size_t t = 0; t < T; ++t) acc0[t] = acc1[t] = _mm512_setzero_ps(), offsets[t] = _mm256_setzero_ps();
     for (std::size_t b = 0; b < k / 256; ++b) {
         const W& block = w[b];
         const auto [packed_scales, packed_mins] = detail::scales_and_mins(block.scales);
-        const __m512 scale = _mm512_zextps256_ps512(avx2::k_group_scales(packed_scales, _cvtsh_ss(block.d.bits), x.d.data() + 8 * b));
-        const __m256 mins = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(packed_mins))));
-        offsets = _mm256_fmadd_ps(_mm256_mul_ps(mins, _mm256_set1_ps(_cvtsh_ss(block.dmin.bits))),
-                                  _mm256_loadu_ps(x.scaled_sums.data() + 8 * b), offsets);
-        const std::int8_t* xq = x.q.data() + 256 * b;
+        const __m256 scales = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(packed_scales)))),
+                                            _mm256_set1_ps(_cvtsh_ss(block.d.bits)));
+        const __m256 mins = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(packed_mins)))),
+                                          _mm256_set1_ps(_cvtsh_ss(block.dmin.bits)));
+        __m512i u[4];  // [low, high] of h = 0, then of h = 1
         for (int h = 0; h < 2; ++h) {
             const __m512i q = _mm512_loadu_si512(block.qs + 64 * h);
-            __m512i low = _mm512_and_si512(q, low4), high = _mm512_and_si512(_mm512_srli_epi16(q, 4), low4);
+            u[2 * h] = _mm512_and_si512(q, low4);
+            u[2 * h + 1] = _mm512_and_si512(_mm512_srli_epi16(q, 4), low4);
             if constexpr (std::is_same_v<W, Q5_K>) {
                 const __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(block.qh)));
                 const auto bits = [h](int j) {  // groups 4h + j and 4h + j + 2
@@ -240,28 +253,40 @@ inline float dot(const W* w, const float*, const QuantizedRow& x, std::size_t k)
                                               _mm256_set1_epi8(static_cast<char>(1 << (4 * h + j + 2))), 1);
                 };
                 const __m512i sixteen = _mm512_set1_epi8(16);
-                low = _mm512_mask_add_epi8(low, _mm512_test_epi8_mask(qh, bits(0)), low, sixteen);
-                high = _mm512_mask_add_epi8(high, _mm512_test_epi8_mask(qh, bits(1)), high, sixteen);
+                u[2 * h] = _mm512_mask_add_epi8(u[2 * h], _mm512_test_epi8_mask(qh, bits(0)), u[2 * h], sixteen);
+                u[2 * h + 1] = _mm512_mask_add_epi8(u[2 * h + 1], _mm512_test_epi8_mask(qh, bits(1)), u[2 * h + 1], sixteen);
             }
-            const __m512i sums_low = _mm512_dpbusd_epi32(_mm512_setzero_si512(), low, activations(xq, 4 * h));
-            const __m512i sums_high = _mm512_dpbusd_epi32(_mm512_setzero_si512(), high, activations(xq, 4 * h + 1));
-            acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums_low), _mm512_permutexvar_ps(pick[2 * h], scale), acc0);
-            acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums_high), _mm512_permutexvar_ps(pick[2 * h + 1], scale), acc1);
+        }
+        for (std::size_t t = 0; t < T; ++t) {
+            const __m512 scale = _mm512_zextps256_ps512(_mm256_mul_ps(scales, _mm256_loadu_ps(x[t].d.data() + 8 * b)));
+            offsets[t] = _mm256_fmadd_ps(mins, _mm256_loadu_ps(x[t].scaled_sums.data() + 8 * b), offsets[t]);
+            const std::int8_t* xq = x[t].q.data() + 256 * b;
+            for (int h = 0; h < 2; ++h) {
+                const __m512i sums_low = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u[2 * h], activations(xq, 4 * h));
+                const __m512i sums_high = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u[2 * h + 1], activations(xq, 4 * h + 1));
+                acc0[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums_low), _mm512_permutexvar_ps(pick[2 * h], scale), acc0[t]);
+                acc1[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums_high), _mm512_permutexvar_ps(pick[2 * h + 1], scale), acc1[t]);
+            }
         }
     }
-    return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1)) - avx2::horizontal_sum(offsets);
+    for (std::size_t t = 0; t < T; ++t) out[t] = _mm512_reduce_add_ps(_mm512_add_ps(acc0[t], acc1[t])) - avx2::horizontal_sum(offsets[t]);
 }
 
-// A Q5_0 or Q5_1 row · x, two blocks per vpdpbusd: bytes 0-15 and 16-31 the low and high
-// nibbles of block b (its weights in order), 32-63 block b + 1's, so x is read as stored; the
-// fifth bits are the 64 bits of the two qh, added as 16 under that mask.
-template <class W>
+// A Q5_0 or Q5_1 row times T activation rows, two blocks per vpdpbusd: bytes 0-15 and 16-31
+// the low and high nibbles of block b (its weights in order), 32-63 block b + 1's, so x is
+// read as stored; the fifth bits are the 64 bits of the two qh, added as 16 under that mask.
+// Q5_0's offset −16 starts the integer sums (QuantizedRow::minus_16x); Q5_1's m times each
+// block's xd · Σ q, two blocks to a 128-bit FMA.
+template <class W, std::size_t T>
     requires std::is_same_v<W, Q5_0> || std::is_same_v<W, Q5_1>
-inline float dot(const W* w, const float*, const QuantizedRow& x, std::size_t k) noexcept {
+inline void dot_rows(const W* w, const QuantizedRow* x, std::size_t k, float* out) noexcept {
     const __m512i low4 = _mm512_set1_epi8(15), sixteen = _mm512_set1_epi8(16);
     const __m512i shifts = _mm512_setr_epi64(0, 0, 4, 4, 0, 0, 4, 4);  // the high nibbles' 128-bit lanes
-    __m512 acc = _mm512_setzero_ps();
-    float offsets = 0.0f;
+    const __m512i pair = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+    __m512 acc[T];
+    __m128 offsets[T];
+    for (std::size_t t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps(), offsets[t] = _mm_setzero_ps();
+    const auto two_floats = [](const float* p) { return _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(p))); };
     const std::size_t blocks = k / 32, paired = blocks / 2 * 2;
     for (std::size_t b = 0; b < paired; b += 2) {
         const __m256i two = _mm256_set_m128i(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w[b + 1].qs)),
@@ -273,24 +298,40 @@ inline float dot(const W* w, const float*, const QuantizedRow& x, std::size_t k)
         std::memcpy(&qh0, w[b].qh, sizeof qh0);
         std::memcpy(&qh1, w[b + 1].qh, sizeof qh1);
         u = _mm512_mask_add_epi8(u, static_cast<__mmask64>(qh0 | std::uint64_t{qh1} << 32), u, sixteen);
-        const __m512i sums = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u, _mm512_loadu_si512(x.q.data() + 32 * b));
-        const float d0 = _cvtsh_ss(w[b].d.bits), d1 = _cvtsh_ss(w[b + 1].d.bits);
-        // (As doubles: inserting eight floats is AVX-512 DQ's, not assumed here.)
-        const __m512 scale = _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(_mm512_set1_ps(d0 * x.d[b])),
-                                                                 _mm256_castps_pd(_mm256_set1_ps(d1 * x.d[b + 1])), 1));
-        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), scale, acc);
-        if constexpr (std::is_same_v<W, Q5_0>) offsets += -16.0f * (d0 * x.scaled_sums[b] + d1 * x.scaled_sums[b + 1]);
-        else offsets += _cvtsh_ss(w[b].m.bits) * x.scaled_sums[b] + _cvtsh_ss(w[b + 1].m.bits) * x.scaled_sums[b + 1];
+        const __m128 d = _mm_cvtph_ps(_mm_insert_epi16(_mm_cvtsi32_si128(w[b].d.bits), w[b + 1].d.bits, 1));  // d0, d1
+        __m128 m = _mm_setzero_ps();  // Q5_1's m0, m1
+        if constexpr (std::is_same_v<W, Q5_1>) m = _mm_cvtph_ps(_mm_insert_epi16(_mm_cvtsi32_si128(w[b].m.bits), w[b + 1].m.bits, 1));
+        for (std::size_t t = 0; t < T; ++t) {
+            // Q5_0: the sums start at -16 times x's, its weights' offset; Q5_1 adds m · xd · Σ x apart.
+            __m512i sums = _mm512_setzero_si512();
+            if constexpr (std::is_same_v<W, Q5_0>) sums = _mm512_loadu_si512(x[t].minus_16x.data() + 8 * b);
+            sums = _mm512_dpbusd_epi32(sums, u, _mm512_loadu_si512(x[t].q.data() + 32 * b));
+            const __m512 scale = _mm512_permutexvar_ps(pair, _mm512_zextps128_ps512(_mm_mul_ps(d, two_floats(x[t].d.data() + b))));
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), scale, acc[t]);
+            if constexpr (std::is_same_v<W, Q5_1>) offsets[t] = _mm_fmadd_ps(m, two_floats(x[t].scaled_sums.data() + b), offsets[t]);
+        }
     }
-    float s = _mm512_reduce_add_ps(acc) + offsets;
-    if (paired < blocks) {  // an odd block count's last block, as AVX2 multiplies it
-        const std::size_t b = paired;
-        const float d = _cvtsh_ss(w[b].d.bits);
-        const __m256 sums = _mm256_cvtepi32_ps(avx2::products(avx2::five_bit_quants(w[b]), x.q.data() + 32 * b));
-        s += avx2::horizontal_sum(sums) * (d * x.d[b]);
-        if constexpr (std::is_same_v<W, Q5_0>) s += -16.0f * d * x.scaled_sums[b];
-        else s += _cvtsh_ss(w[b].m.bits) * x.scaled_sums[b];
+    for (std::size_t t = 0; t < T; ++t) {
+        float s = _mm512_reduce_add_ps(acc[t]);
+        if constexpr (std::is_same_v<W, Q5_1>) s += _mm_cvtss_f32(_mm_add_ss(offsets[t], _mm_movehdup_ps(offsets[t])));
+        if (paired < blocks) {  // an odd block count's last block, as AVX2 multiplies it
+            const std::size_t b = paired;
+            const float db = _cvtsh_ss(w[b].d.bits);
+            const __m256 sums = _mm256_cvtepi32_ps(avx2::products(avx2::five_bit_quants(w[b]), x[t].q.data() + 32 * b));
+            s += avx2::horizontal_sum(sums) * (db * x[t].d[b]);
+            if constexpr (std::is_same_v<W, Q5_0>) s += -16.0f * db * x[t].scaled_sums[b];
+            else s += _cvtsh_ss(w[b].m.bits) * x[t].scaled_sums[b];
+        }
+        out[t] = s;
     }
+}
+
+// W row · x: dot_rows for one activation row (decoding).
+template <class W>
+    requires with_offsets<W>
+inline float dot(const W* w, const float*, const QuantizedRow& x, std::size_t k) noexcept {
+    float s;
+    dot_rows<W, 1>(w, &x, k, &s);
     return s;
 }
 

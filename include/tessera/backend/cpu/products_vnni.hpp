@@ -320,38 +320,40 @@ inline void pack_weight_panels(const W* w, std::size_t stored, std::size_t rows,
 template <class W>
     requires with_offsets<W>
 inline void pack_offset_panels(const W* w, std::size_t stored, std::size_t rows, std::uint8_t* wq, float* ws, float* mins) noexcept {
-    constexpr bool k_quant = WeightFormat<W>::block == 256;
-    for (std::size_t r = 0; r < 32; ++r) {
+    // Block b's 32 quants (a vector) into weight row r's place, four at a time.
+    const auto put = [&](std::size_t b, std::size_t r, __m256i quants, float scale, float min) {
         const std::size_t panel = r / 16, lane = r % 16;
+        alignas(32) std::uint32_t four[8];
+        _mm256_store_si256(reinterpret_cast<__m256i*>(four), quants);
+        std::uint8_t* dst = wq + (b * 2 + panel) * 512 + lane * 4;
+        for (std::size_t g = 0; g < 8; ++g) std::memcpy(dst + g * 64, &four[g], 4);
+        ws[(b * 2 + panel) * 16 + lane] = scale;
+        mins[b * 32 + r] = min;
+    };
+    constexpr std::size_t per = WeightFormat<W>::block / 32;  // blocks of 32 per stored block
+    for (std::size_t r = 0; r < 32; ++r) {
         for (std::size_t sb = 0; sb < stored; ++sb) {
-            std::uint8_t q[WeightFormat<W>::block] = {};
-            float scale[8] = {}, min[8] = {};
-            if (r < rows) {
-                const W& block = w[r * stored + sb];
-                const float d = static_cast<float>(block.d);
-                if constexpr (k_quant) {
-                    WeightFormat<W>::quants(block, q);
-                    const auto [scales, group_mins] = detail::scales_and_mins(block.scales);
-                    const float dmin = static_cast<float>(block.dmin);
-                    for (std::size_t g = 0; g < 8; ++g) {
-                        scale[g] = d * static_cast<float>((scales >> (8 * g)) & 255);
-                        min[g] = -dmin * static_cast<float>((group_mins >> (8 * g)) & 255);
-                    }
-                } else {
-                    int v[32];
-                    tessera::detail::unpack_five_bits(block.qs, block.qh, v);
-                    for (std::size_t e = 0; e < 32; ++e) q[e] = static_cast<std::uint8_t>(v[e]);
-                    scale[0] = d;
-                    if constexpr (std::is_same_v<W, Q5_1>) min[0] = static_cast<float>(block.m);
-                }
+            if (r >= rows) {
+                for (std::size_t i = 0; i < per; ++i) put(sb * per + i, r, _mm256_setzero_si256(), 0.0f, 0.0f);
+                continue;
             }
-            for (std::size_t i = 0; i < WeightFormat<W>::block / 32; ++i) {
-                const std::size_t b = k_quant ? sb * 8 + i : sb;
-                std::uint8_t* dst = wq + (b * 2 + panel) * 512 + lane * 4;
-                for (std::size_t g = 0; g < 8; ++g)
-                    for (std::size_t e = 0; e < 4; ++e) dst[g * 64 + e] = q[32 * i + 4 * g + e];
-                ws[(b * 2 + panel) * 16 + lane] = scale[i];
-                mins[b * 32 + r] = min[i];
+            const W& block = w[r * stored + sb];
+            const float d = _cvtsh_ss(block.d.bits);
+            if constexpr (per == 8) {  // Q4_K, Q5_K
+                const auto [scales, group_mins] = detail::scales_and_mins(block.scales);
+                const float dmin = _cvtsh_ss(block.dmin.bits);
+                const auto scale = [&](std::size_t g) { return d * static_cast<float>((scales >> (8 * g)) & 255); };
+                const auto min = [&](std::size_t g) { return -dmin * static_cast<float>((group_mins >> (8 * g)) & 255); };
+                for (int h = 0; h < 4; ++h) {
+                    __m256i low, high;
+                    avx2::k_quant_groups(block, h, low, high);
+                    put(sb * 8 + 2 * h, r, low, scale(2 * h), min(2 * h));
+                    put(sb * 8 + 2 * h + 1, r, high, scale(2 * h + 1), min(2 * h + 1));
+                }
+            } else {  // Q5_0, Q5_1
+                float m = 0.0f;
+                if constexpr (std::is_same_v<W, Q5_1>) m = _cvtsh_ss(block.m.bits);
+                put(sb, r, avx2::five_bit_quants(block), d, m);
             }
         }
     }

@@ -40,8 +40,10 @@ struct QuantizedRow {
     std::vector<std::int8_t> q_by_group;
     std::vector<std::int32_t> minus_32_group;
     // For the K-quants' and Q5_0 / Q5_1's kernels (products_k_quants.hpp): per block, its scale
-    // times the sum of its q (what the weights' offsets multiply).
+    // times the sum of its q (what the weights' offsets multiply); for Q5_0's VNNI kernel, -16
+    // times each group of four of q (its weights' offset, in the integer sums).
     std::vector<float> scaled_sums;
+    std::vector<std::int32_t> minus_16x;
 
     void reserve(std::size_t k) {
         if (q.size() < k) q.resize(k);
@@ -54,6 +56,7 @@ struct QuantizedRow {
         if (q_by_group.size() < k) q_by_group.resize(k);
         if (minus_32_group.size() < k / 16) minus_32_group.resize(k / 16);
         if (scaled_sums.size() < k / 32) scaled_sums.resize(k / 32);
+        if (minus_16x.size() < k / 4) minus_16x.resize(k / 4);
     }
 
     // x(k), k a multiple of 32: each block scaled so that its largest magnitude becomes 127,
@@ -111,6 +114,8 @@ struct QuantizedRow {
     void prepare_for(std::size_t k) {
         if constexpr (with_offsets<W>) {
             prepare_sums(k);
+            if constexpr (std::is_same_v<W, Q5_0>)
+                for (std::size_t i = 0; i < k / 4; ++i) minus_16x[i] = -16 * (q[4 * i] + q[4 * i + 1] + q[4 * i + 2] + q[4 * i + 3]);
         } else if constexpr (std::is_same_v<W, Q4_0>) {
             pair_for_nibbles(k);
         } else if constexpr (std::is_same_v<W, Q6_K>) {

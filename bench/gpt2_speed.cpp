@@ -193,9 +193,7 @@ int run(int argc, char** argv) {
             const bool mix = model->weight_format() == tessera::WeightFormat<tessera::KQuantMix>::name;
             const auto id = mix ? tessera::WeightFormatId::k_quant_mix : *tessera::weight_format_named(model->weight_format());
             const tessera::bench::Gpt2Traffic traffic(shape, mix ? block_matrix_bytes_per_weight(path) : bytes_per_weight(id),
-                                                      bytes_per_weight(tessera::head_weight_format(
-                                                          // (a Llama's head: head_weight_t<W, dyn>)
-                                                          id, std::is_same_v<std::decay_t<decltype(shape)>, tessera::GPT2Shape> ? shape.n_embd : tessera::dyn)),
+                                                      bytes_per_weight(tessera::head_weight_format(id, shape.n_embd)),
                                                       kv_bytes_per_value(kv));
             models.push_back({std::move(model), path, traffic, std::vector<double>(pps.size()), 0.0, std::vector<double>(batches.size())});
         }

@@ -261,12 +261,13 @@ MIXES = ("q4_k_m", "q5_k_m", "q6_k")
 
 def stored_kind(fmt, name, cols, cfg):
     """What the matrix `name` (rows of `cols`) is stored as in `fmt`: the format itself for the
-    blocks' projections; the embedding / head in q8_0 for q4_0; a K-quant mix's type per tensor
-    as llama-quantize picks it (quantize_reference.llama_mix_type)."""
+    blocks' projections; the embedding / head for q4_0 in q6_k, or q8_0 where its rows are not
+    whole super-blocks of 256; a K-quant mix's type per tensor as llama-quantize picks it
+    (quantize_reference.llama_mix_type)."""
     if fmt in MIXES:
         return q.llama_mix_type(fmt, name, cols, cfg["num_hidden_layers"], cfg.get("tie_word_embeddings", False))
     if name in ("model.embed_tokens.weight", "lm_head.weight") and fmt == "q4_0":
-        return "q8_0"
+        return "q6_k" if cols % 256 == 0 else "q8_0"
     return fmt
 
 

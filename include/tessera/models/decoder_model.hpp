@@ -51,6 +51,20 @@
 
 namespace tessera {
 
+// Calls f.template operator()<HeadW>() with the embedding / head format a model of W matrices
+// and rows of `width` weights on B keeps: HeadFormat's wide one where the rows are whole
+// super-blocks and B runs it (a Q4_0 or K-quant model's Q6_K head), else its narrow one (the
+// loaders' run-time head_weight_t).
+template <WeightType W, class B, class F>
+decltype(auto) with_head_type(std::size_t width, F&& f) {
+    using Wide = typename HeadFormat<W>::wide;
+    using Narrow = typename HeadFormat<W>::narrow;
+    if constexpr (!std::is_same_v<Wide, Narrow> && RunsWeightsAs<B, Wide>) {
+        if (wide_head_fits<W>(width)) return f.template operator()<Wide>();
+    }
+    return f.template operator()<Narrow>();
+}
+
 template <class Arch, class B, WeightType W = float, WeightType HeadW = head_weight_t<W, Arch::config::n_embd>>
 class DecoderModel {
     static_assert(RunsWeightsAs<B, W> && RunsWeightsAs<B, HeadW>,

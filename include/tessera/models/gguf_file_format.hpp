@@ -84,17 +84,15 @@ public:
     }
 
     // The format tensor `r` of a Llama-family model of n_layer blocks is stored in (its Hugging
-    // Face name): a model format's matrices in it, the embedding and an untied head as Llama<B, W>
-    // holds them (HeadFormat's narrow one: a Q4_0 model's in Q8_0), the norms and biases in F32;
-    // a mix's as the list above.
+    // Face name): a model format's matrices in it, the embedding and an untied head as the loader
+    // keeps them (with_head_type: a Q4_0 model's in Q6_K, or Q8_0 where its rows are not whole
+    // super-blocks), the norms and biases in F32; a mix's as the list above.
     WeightFormatId llama_tensor_format(const TensorRequest& r, std::size_t n_layer, bool tied) const {
         using Role = TensorRequest::Role;
         if (r.role == Role::vector) return WeightFormatId::f32;
         if (mix_ == Mix::none) {
             if (r.role == Role::linear) return format_;
-            WeightFormatId head = format_;
-            with_weight_type(format_, [&head]<class W>() { head = WeightFormat<typename HeadFormat<W>::narrow>::id; });
-            return head;
+            return head_weight_format(format_, r.cols);
         }
         return mixed(r, r.name == "lm_head.weight" || (tied && r.name == "model.embed_tokens.weight"),
                      r.name.ends_with("self_attn.v_proj.weight") || r.name.ends_with("mlp.down_proj.weight"), "model.layers.",

@@ -191,12 +191,11 @@ void build_gpt2(B& backend, const Gpt2Files& files, Take&& take) {
     };
     (try_static.template operator()<Static>(), ...);
     static_cast<void>(try_static);  // unused when no static shape is named
-    using Wide = typename HeadFormat<W>::wide;
-    if constexpr (!std::is_same_v<Wide, head_weight_t<W, dyn>> && RunsWeightsAs<B, Wide>) {
-        if (!done && wide_head_fits<W>(h.shape.n_embd))
-            load(std::make_unique<GPT2<GPT2Dynamic, B, W, LearnedPositions, Wide>>(backend, h.shape));
+    if (!done) {
+        with_head_type<W, B>(h.shape.n_embd, [&]<class HeadW>() {
+            load(std::make_unique<GPT2<GPT2Dynamic, B, W, LearnedPositions, HeadW>>(backend, h.shape));
+        });
     }
-    if (!done) load(std::make_unique<GPT2<GPT2Dynamic, B, W>>(backend, h.shape));
 }
 }  // namespace detail
 

@@ -79,9 +79,10 @@ private:
     WeightFormatId stored_ = WeightFormatId::f32;
 };
 
-// Llama<B, W> of the files' shape with their weights, W as asked (none: as the file stores it),
-// over `context` positions when given (at most the model's: a 128K-position Llama 3.2 keeps 4 GB
-// of f32 keys and values per sequence at its full context).
+// Llama<B, W, HeadW> of the files' shape with their weights, W as asked (none: as the file
+// stores it; the head as with_head_type chooses), over `context` positions when given (at most
+// the model's: a 128K-position Llama 3.2 keeps 4 GB of f32 keys and values per sequence at its
+// full context).
 template <class B>
 std::unique_ptr<LanguageModel> open_llama(B& backend, const std::filesystem::path& path, std::shared_ptr<void> keep_alive = nullptr,
                                           std::optional<WeightFormatId> weights = std::nullopt,
@@ -98,10 +99,12 @@ std::unique_ptr<LanguageModel> open_llama(B& backend, const std::filesystem::pat
     std::unique_ptr<LanguageModel> result;
     with_weight_type(weights.value_or(files.stored_format()), [&]<class W>() {
         if constexpr (RunsWeightsAs<B, W> && LlamaArchitecture::runs_on<B>) {
-            auto model = std::make_unique<Llama<B, W>>(backend, shape);
-            model->load(files.checkpoint());
-            std::string description = model->description() + " on " + B::name;
-            result = std::make_unique<LanguageModelFor<Llama<B, W>>>(std::move(model), std::move(description), keep_alive);
+            with_head_type<W, B>(shape.n_embd, [&]<class HeadW>() {
+                auto model = std::make_unique<Llama<B, W, HeadW>>(backend, shape);
+                model->load(files.checkpoint());
+                std::string description = model->description() + " on " + B::name;
+                result = std::make_unique<LanguageModelFor<Llama<B, W, HeadW>>>(std::move(model), std::move(description), keep_alive);
+            });
         } else {
             throw ArgumentError(std::string("the ") + B::name + " backend has no kernels for Llama-family models with " +
                                 std::string(WeightFormat<W>::name) + " weights");

@@ -46,6 +46,25 @@
 
 namespace tessera::cpu {
 
+// f(row, r) for the weight rows [begin, end) of `stored` elements each, in order. Rows shorter
+// than 2 KiB (Q4_0 and Q8_0 rows of 768) are prefetched 2 KiB ahead: the Xeon of issue #11's
+// fourth part took Q4_0 decode from 123 to 177-196 tokens/s with it. Longer rows are left to
+// the hardware prefetcher: a whole row prefetched at once measured 30-45% slower on rows of
+// 8,192 weights (Q4_K, Q6_K and Q8_0 alike, 2 threads, AMD EPYC; bench/RESULTS.md, K-quants
+// third part) and no faster on rows of 2,048.
+template <class W, class F>
+void each_weight_row(const W* w, std::size_t stored, std::size_t begin, std::size_t end, F&& f) {
+    constexpr std::size_t distance = 2048;
+    const std::size_t row_bytes = stored * sizeof(W), ahead = row_bytes < distance ? (distance + row_bytes - 1) / row_bytes : 0;
+    for (std::size_t r = begin; r < end; ++r) {
+        if (ahead != 0 && r + ahead < end) {
+            const char* next = reinterpret_cast<const char*>(w + (r + ahead) * stored);
+            for (std::size_t b = 0; b < row_bytes; b += 64) __builtin_prefetch(next + b);
+        }
+        f(w + r * stored, r);
+    }
+}
+
 // y(N) = W(N,K) · x(K) + bias(N) for stored weights; k a multiple of the format's block.
 template <class W>
 [[gnu::noinline]] void gemv_weights(ThreadPool& pool, const W* w, const float* x, const float* bias, float* y, std::size_t n,
@@ -90,16 +109,8 @@ template <class W>
     const bf16* xb = caller_xb.data();
 #endif
     pool.parallel_for(n, 16, [&](std::size_t begin, std::size_t end) {
-        // Each row's bytes are prefetched while the one before it is multiplied.
-        const std::size_t row_bytes = stored * sizeof(W), ahead = std::max<std::size_t>(1, (2048 + row_bytes - 1) / row_bytes);
         const auto rows = [&](auto dot) {
-            for (std::size_t r = begin; r < end; ++r) {
-                if (r + ahead < end) {
-                    const char* next = reinterpret_cast<const char*>(w + (r + ahead) * stored);
-                    for (std::size_t b = 0; b < row_bytes; b += 64) __builtin_prefetch(next + b);
-                }
-                y[r] = dot(w + r * stored, x, xq, k);
-            }
+            each_weight_row(w, stored, begin, end, [&](const W* row, std::size_t r) { y[r] = dot(row, x, xq, k); });
         };
 #if TESSERA_HAS_AVX512_KERNELS
         if (level == KernelLevel::avx512) {
@@ -527,16 +538,8 @@ template <class W>
     }
     const std::size_t stored = stored_elements<W>(k);
     pool.parallel_for(n, 16, [&](std::size_t begin, std::size_t end) {
-        // Each row's bytes are prefetched about 2 KB ahead, as gemv_weights does.
-        const std::size_t row_bytes = stored * sizeof(W), ahead = std::max<std::size_t>(1, (2048 + row_bytes - 1) / row_bytes);
         const auto each_row = [&](auto multiply) {
-            for (std::size_t r = begin; r < end; ++r) {
-                if (r + ahead < end) {
-                    const char* next = reinterpret_cast<const char*>(w + (r + ahead) * stored);
-                    for (std::size_t b = 0; b < row_bytes; b += 64) __builtin_prefetch(next + b);
-                }
-                multiply(w + r * stored, c + r);
-            }
+            each_weight_row(w, stored, begin, end, [&](const W* row, std::size_t r) { multiply(row, c + r); });
         };
 #if TESSERA_HAS_AVX512_KERNELS
         if (level == KernelLevel::avx512) {  // each weight row unpacked once per 4 activation rows

@@ -161,11 +161,13 @@ inline constexpr std::size_t amx_rows_min = 48;
 #endif
 
 // Up to this many rows, Q4_K, Q5_K, Q5_0 and Q5_1 products run the one-row dot for each pair
-// of weight row and activation row (rows_by_dots); more the packed integer GEMM with AVX-512
-// VNNI (packed_offset_gemm), else W dequantized to float (gemm_weights). Measured on the
-// SmolLM2-135M shape's Q4_K_M file (2 threads): the packed GEMM costs ~11 ms a step whatever
-// the rows (packing the weights), the dots ~3 ms a row: even at 4 rows, 1.5x faster at 8.
-inline constexpr std::size_t dot_rows_max = 4;
+// of weight row and activation row (rows_by_dots, weights unpacked once per 4 activation rows);
+// more the packed integer GEMM with AVX-512 VNNI (packed_offset_gemm), else W dequantized to
+// float (gemm_weights). The GEMM packs the weights on every call, which the dots pay back only
+// from about 12 rows. Prompts, tokens/s, 2 threads, AMD EPYC (dots / GEMM): Llama-3.2-1B's shape,
+// Q4_K_M, 8 tokens 82-91 / 60, 16 tokens 86 / 91-97; SmolLM2-135M's (mostly Q5_0), 8 tokens
+// 572-631 / 603-634, 16 tokens 570-619 / 927-982.
+inline constexpr std::size_t dot_rows_max = 8;
 
 // What a product of m rows with W weights multiplies the weights with: float activations,
 // activations rounded to bf16 (bf16 weights with AVX-512 BF16: one row, or more than

@@ -341,8 +341,15 @@ void packed_offset_gemm(ThreadPool& pool, const float* a, const W* w, const floa
             }
         }
     });
-    thread_local AlignedBuffer<float> mins;  // one panel's [block][row of 32], grown once per thread
+    // One panel's mins, [block][row of 32], on the thread that multiplies the panel: a
+    // function's thread_local, initialized (and later freed) on each thread that calls it; a
+    // thread_local of this function would be the workers' without ever being constructed there.
+    const auto panel_mins = []() -> AlignedBuffer<float>& {
+        thread_local AlignedBuffer<float> mins;
+        return mins;
+    };
     packed_panels_gemm(pool, packed, [&](std::size_t col, std::size_t cols) {
+        AlignedBuffer<float>& mins = panel_mins();
         thread_local AlignedBuffer<std::uint8_t> wq;  // one panel's room, grown once per thread
         thread_local AlignedBuffer<float> ws;
         if (wq.size() < 32 * k) wq = AlignedBuffer<std::uint8_t>(32 * k);
@@ -352,7 +359,7 @@ void packed_offset_gemm(ThreadPool& pool, const float* a, const W* w, const floa
         return avx512vnni::BytePanels{wq.data(), ws.data()};
     }, bias, c, m, n, k, [&](std::size_t col, std::size_t cols) {
         // (Q5_0's offset is the activations' integer shift.)
-        if constexpr (!std::is_same_v<W, Q5_0>) avx512vnni::add_mins(sums.data(), mins.data(), blocks, c + col, n, m, cols);
+        if constexpr (!std::is_same_v<W, Q5_0>) avx512vnni::add_mins(sums.data(), panel_mins().data(), blocks, c + col, n, m, cols);
     });
 }
 

@@ -340,10 +340,11 @@ inline void pack_offset_panels(const W* w, std::size_t stored, std::size_t rows,
             const W& block = w[r * stored + sb];
             const float d = _cvtsh_ss(block.d.bits);
             if constexpr (per == 8) {  // Q4_K, Q5_K
-                const auto [scales, group_mins] = detail::scales_and_mins(block.scales);
+                // (Named members, not a structured binding: clang 14 cannot capture one in a lambda.)
+                const detail::ScalesAndMins packed = detail::scales_and_mins(block.scales);
                 const float dmin = _cvtsh_ss(block.dmin.bits);
-                const auto scale = [&](std::size_t g) { return d * static_cast<float>((scales >> (8 * g)) & 255); };
-                const auto min = [&](std::size_t g) { return -dmin * static_cast<float>((group_mins >> (8 * g)) & 255); };
+                const auto scale = [&](std::size_t g) { return d * static_cast<float>((packed.scales >> (8 * g)) & 255); };
+                const auto min = [&](std::size_t g) { return -dmin * static_cast<float>((packed.mins >> (8 * g)) & 255); };
                 for (int h = 0; h < 4; ++h) {
                     __m256i low, high;
                     avx2::k_quant_groups(block, h, low, high);

@@ -186,11 +186,11 @@ TEST_CASE("Products with Q6_K weights (a Q4_0 model's head) match double-precisi
 }
 
 // The types of llama-quantize's K-quant files besides Q6_K and Q8_0 (a KQuantMix model's
-// matrices): up to cpu::dot_rows_max rows the one-row dot per pair of rows, more rows the packed
-// integer GEMM and its mins (8-bit activations; without AVX-512 VNNI, W widened to float).
+// matrices): up to cpu::rows_by_dots_max() rows the one-row dot per pair of rows, more rows the
+// packed integer GEMM and its mins (8-bit activations; without AVX-512 VNNI, W widened to float).
 TEST_CASE("Products with Q4_K, Q5_K, Q5_0 and Q5_1 weights match double-precision references", "[formats][gemm]") {
-    for (std::size_t m : {std::size_t{1}, std::size_t{2}, std::size_t{7}, cpu::dot_rows_max, cpu::dot_rows_max + 1, std::size_t{40},
-                          std::size_t{130}}) {
+    for (std::size_t m : {std::size_t{1}, std::size_t{2}, cpu::dot_rows_max, cpu::dot_rows_max + 1, std::size_t{7},
+                          cpu::dot_rows_max_without_vnni, cpu::dot_rows_max_without_vnni + 1, std::size_t{40}, std::size_t{130}}) {
         check_products<Q4_K>(m, 37, 768);
         check_products<Q5_K>(m, 37, 768);
         check_products<Q5_0>(m, 37, 800);  // an odd number of blocks (the two-block steps' tail)

@@ -312,49 +312,71 @@ inline void pack_weight_panels(const W* w, std::size_t stored, std::size_t rows,
     }
 }
 
+// Sixteen rows' 8 words each (rows[r]: 32 bytes) as 8 vectors of 16 words: out[g] holds word g
+// of rows 0-15 in lanes 0-15 (an 8 x 8 transpose in each 256-bit half of [row r, row r + 8]).
+inline void transpose_16_rows(const __m256i* rows, __m512i* out) noexcept {
+    __m512i z[8], t[8];
+    for (int r = 0; r < 8; ++r) z[r] = _mm512_inserti64x4(_mm512_castsi256_si512(rows[r]), rows[r + 8], 1);
+    for (int r = 0; r < 8; r += 2) t[r] = _mm512_unpacklo_epi32(z[r], z[r + 1]), t[r + 1] = _mm512_unpackhi_epi32(z[r], z[r + 1]);
+    // z[4i + j]: words j, j + 4 (j < 4) of rows 4i..4i+3 (and of their rows + 8) in each 128-bit lane
+    for (int i = 0; i < 2; ++i) {
+        z[4 * i] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
+        z[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
+        z[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+        z[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+    }
+    const __m512i first = _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13), second = _mm512_setr_epi64(2, 3, 10, 11, 6, 7, 14, 15);
+    for (int j = 0; j < 4; ++j) {
+        out[j] = _mm512_permutex2var_epi64(z[j], first, z[4 + j]);
+        out[j + 4] = _mm512_permutex2var_epi64(z[j], second, z[4 + j]);
+    }
+}
+
 // Q4_K / Q5_K / Q5_0 / Q5_1 weight rows [0, rows) (rows <= 32; `stored` blocks of their own
 // per row) in pack_weight_panels' layout, per block of 32: the unsigned quants (0-31), the
 // rows' scales (Q4_K / Q5_K: d · the group's scale; Q5_0 / Q5_1: d) and in `mins` what each
 // row adds per unit of the block's activation sum ([block][row of 32]: −dmin · the group's min,
 // Q5_1's m; Q5_0's −16 d is an integer offset, the activations' shift). Missing rows get 0.
+// Per panel of 16 rows and stored block, each row's blocks of 32 are unpacked as vectors, then
+// transposed 16 rows at a time (4-byte stores row by row cost 2.5x as much; a prompt of 16
+// tokens spent most of its Q4_K products packing).
 template <class W>
     requires with_offsets<W>
 inline void pack_offset_panels(const W* w, std::size_t stored, std::size_t rows, std::uint8_t* wq, float* ws, float* mins) noexcept {
-    // Block b's 32 quants (a vector) into weight row r's place, four at a time.
-    const auto put = [&](std::size_t b, std::size_t r, __m256i quants, float scale, float min) {
-        const std::size_t panel = r / 16, lane = r % 16;
-        alignas(32) std::uint32_t four[8];
-        _mm256_store_si256(reinterpret_cast<__m256i*>(four), quants);
-        std::uint8_t* dst = wq + (b * 2 + panel) * 512 + lane * 4;
-        for (std::size_t g = 0; g < 8; ++g) std::memcpy(dst + g * 64, &four[g], 4);
-        ws[(b * 2 + panel) * 16 + lane] = scale;
-        mins[b * 32 + r] = min;
-    };
     constexpr std::size_t per = WeightFormat<W>::block / 32;  // blocks of 32 per stored block
-    for (std::size_t r = 0; r < 32; ++r) {
+    for (std::size_t panel = 0; panel < 2; ++panel) {
         for (std::size_t sb = 0; sb < stored; ++sb) {
-            if (r >= rows) {
-                for (std::size_t i = 0; i < per; ++i) put(sb * per + i, r, _mm256_setzero_si256(), 0.0f, 0.0f);
-                continue;
-            }
-            const W& block = w[r * stored + sb];
-            const float d = _cvtsh_ss(block.d.bits);
-            if constexpr (per == 8) {  // Q4_K, Q5_K
-                // (Named members, not a structured binding: clang 14 cannot capture one in a lambda.)
-                const detail::ScalesAndMins packed = detail::scales_and_mins(block.scales);
-                const float dmin = _cvtsh_ss(block.dmin.bits);
-                const auto scale = [&](std::size_t g) { return d * static_cast<float>((packed.scales >> (8 * g)) & 255); };
-                const auto min = [&](std::size_t g) { return -dmin * static_cast<float>((packed.mins >> (8 * g)) & 255); };
-                for (int h = 0; h < 4; ++h) {
-                    __m256i low, high;
-                    avx2::k_quant_groups(block, h, low, high);
-                    put(sb * 8 + 2 * h, r, low, scale(2 * h), min(2 * h));
-                    put(sb * 8 + 2 * h + 1, r, high, scale(2 * h + 1), min(2 * h + 1));
+            __m256i quants[per][16];
+            for (std::size_t lane = 0; lane < 16; ++lane) {
+                const std::size_t r = panel * 16 + lane;
+                float* scale = ws + (sb * per * 2 + panel) * 16 + lane;  // block sb * per + i: + 32 i
+                float* min = mins + sb * per * 32 + r;                   // + 32 i
+                if (r >= rows) {
+                    for (std::size_t i = 0; i < per; ++i) quants[i][lane] = _mm256_setzero_si256(), scale[32 * i] = 0.0f, min[32 * i] = 0.0f;
+                    continue;
                 }
-            } else {  // Q5_0, Q5_1
-                float m = 0.0f;
-                if constexpr (std::is_same_v<W, Q5_1>) m = _cvtsh_ss(block.m.bits);
-                put(sb, r, avx2::five_bit_quants(block), d, m);
+                const W& block = w[r * stored + sb];
+                const float d = _cvtsh_ss(block.d.bits);
+                if constexpr (per == 8) {  // Q4_K, Q5_K
+                    const detail::ScalesAndMins packed = detail::scales_and_mins(block.scales);
+                    const float dmin = _cvtsh_ss(block.dmin.bits);
+                    for (std::size_t g = 0; g < 8; ++g) {
+                        scale[32 * g] = d * static_cast<float>((packed.scales >> (8 * g)) & 255);
+                        min[32 * g] = -dmin * static_cast<float>((packed.mins >> (8 * g)) & 255);
+                    }
+                    for (int h = 0; h < 4; ++h) avx2::k_quant_groups(block, h, quants[2 * h][lane], quants[2 * h + 1][lane]);
+                } else {  // Q5_0, Q5_1
+                    quants[0][lane] = avx2::five_bit_quants(block);
+                    scale[0] = d;
+                    min[0] = 0.0f;
+                    if constexpr (std::is_same_v<W, Q5_1>) min[0] = _cvtsh_ss(block.m.bits);
+                }
+            }
+            for (std::size_t i = 0; i < per; ++i) {
+                __m512i words[8];
+                transpose_16_rows(quants[i], words);
+                std::uint8_t* dst = wq + ((sb * per + i) * 2 + panel) * 512;
+                for (std::size_t g = 0; g < 8; ++g) _mm512_store_si512(dst + g * 64, words[g]);
             }
         }
     }

@@ -162,12 +162,17 @@ inline constexpr std::size_t amx_rows_min = 48;
 
 // Up to this many rows, Q4_K, Q5_K, Q5_0 and Q5_1 products run the one-row dot for each pair
 // of weight row and activation row (rows_by_dots, weights unpacked once per 4 activation rows);
-// more the packed integer GEMM with AVX-512 VNNI (packed_offset_gemm), else W dequantized to
-// float (gemm_weights). The GEMM packs the weights on every call, which the dots pay back only
-// from about 12 rows. Prompts, tokens/s, 2 threads, AMD EPYC (dots / GEMM): Llama-3.2-1B's shape,
-// Q4_K_M, 8 tokens 82-91 / 60, 16 tokens 86 / 91-97; SmolLM2-135M's (mostly Q5_0), 8 tokens
-// 572-631 / 603-634, 16 tokens 570-619 / 927-982.
-inline constexpr std::size_t dot_rows_max = 8;
+// more the packed integer GEMM with AVX-512 VNNI (packed_offset_gemm), which packs the weights
+// on every call and is faster from 5 rows (bench/RESULTS.md, K-quants fourth part). Without
+// VNNI the rows after the dots' are dequantized to float (gemm_weights): dots up to 8 rows.
+inline constexpr std::size_t dot_rows_max = 4;
+inline constexpr std::size_t dot_rows_max_without_vnni = 8;
+inline std::size_t rows_by_dots_max() noexcept {
+#if TESSERA_HAS_AVX512_KERNELS
+    if (has_avx512_vnni()) return dot_rows_max;
+#endif
+    return dot_rows_max_without_vnni;
+}
 
 // What a product of m rows with W weights multiplies the weights with: float activations,
 // activations rounded to bf16 (bf16 weights with AVX-512 BF16: one row, or more than
@@ -190,7 +195,7 @@ ActivationPrecision activation_precision(std::size_t m) noexcept {
 #if TESSERA_HAS_AVX512_KERNELS
         if (has_avx512_vnni()) return ActivationPrecision::int8;
 #endif
-        return m <= dot_rows_max ? ActivationPrecision::int8 : ActivationPrecision::f32;
+        return m <= dot_rows_max_without_vnni ? ActivationPrecision::int8 : ActivationPrecision::f32;
     } else if constexpr (std::is_same_v<W, bf16>) {
 #if TESSERA_HAS_AVX512_KERNELS
         if ((m == 1 || m > bf16_few_rows_max) && has_avx512_bf16()) return ActivationPrecision::bf16;
@@ -575,7 +580,7 @@ template <class W>
 }
 
 // C(M,N) = A(M,K) · W(N,K)ᵀ + bias(N) for stored weights: one row is gemv_weights (or for the
-// K-quants and Q5_0 / Q5_1, up to dot_rows_max rows rows_by_dots, more packed_offset_gemm with
+// K-quants and Q5_0 / Q5_1, up to rows_by_dots_max() rows rows_by_dots, more packed_offset_gemm with
 // VNNI); otherwise more rows dequantize W panel by panel (64 rows) and use the float product.
 template <class W>
 [[gnu::noinline]] void gemm_weights(ThreadPool& pool, const float* a, const W* w, const float* bias, float* c, std::size_t m,
@@ -601,7 +606,7 @@ template <class W>
     }
 #endif
     if constexpr (with_offsets<W>) {
-        if (m <= dot_rows_max) return rows_by_dots(pool, a, w, bias, c, m, n, k);
+        if (m <= rows_by_dots_max()) return rows_by_dots(pool, a, w, bias, c, m, n, k);
 #if TESSERA_HAS_AVX512_KERNELS
         if (has_avx512_vnni()) return packed_offset_gemm(pool, a, w, bias, c, m, n, k);
 #endif

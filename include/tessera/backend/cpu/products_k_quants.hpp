@@ -210,12 +210,6 @@ inline float dot(const W* w, const float*, const QuantizedRow& x, std::size_t k)
 
 namespace tessera::cpu::avx512vnni {
 
-// Two 32-byte runs of x as one vector: groups g and g + 2 of a super-block's activations.
-inline __m512i activations(const std::int8_t* x, std::size_t g) noexcept {
-    return _mm512_inserti64x4(_mm512_zextsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 32 * g))),
-                              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 32 * (g + 2))), 1);
-}
-
 // A Q4_K or Q5_K row times T activation rows: out[t] = W · x[t]. Per super-block, 64 bytes of
 // qs at a time (h = 0, 1) hold groups 4h and 4h + 2 in their low nibbles, 4h + 1 and 4h + 3 in
 // their high ones (bytes 0-31 and 32-63); Q5_K's fifth bits (bit 2j of qh[l] for group 2j,
@@ -260,10 +254,10 @@ inline void dot_rows(const W* w, const QuantizedRow* x, std::size_t k, float* ou
         for (std::size_t t = 0; t < T; ++t) {
             const __m512 scale = _mm512_zextps256_ps512(_mm256_mul_ps(scales, _mm256_loadu_ps(x[t].d.data() + 8 * b)));
             offsets[t] = _mm256_fmadd_ps(mins, _mm256_loadu_ps(x[t].scaled_sums.data() + 8 * b), offsets[t]);
-            const std::int8_t* xq = x[t].q.data() + 256 * b;
+            const std::int8_t* xq = x[t].q_nibble_order.data() + 256 * b;  // groups 0, 2, 1, 3, 4, 6, 5, 7
             for (int h = 0; h < 2; ++h) {
-                const __m512i sums_low = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u[2 * h], activations(xq, 4 * h));
-                const __m512i sums_high = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u[2 * h + 1], activations(xq, 4 * h + 1));
+                const __m512i sums_low = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u[2 * h], _mm512_loadu_si512(xq + 128 * h));
+                const __m512i sums_high = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u[2 * h + 1], _mm512_loadu_si512(xq + 128 * h + 64));
                 acc0[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums_low), _mm512_permutexvar_ps(pick[2 * h], scale), acc0[t]);
                 acc1[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums_high), _mm512_permutexvar_ps(pick[2 * h + 1], scale), acc1[t]);
             }

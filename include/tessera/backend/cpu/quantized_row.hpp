@@ -6,6 +6,7 @@
 #include <cmath>        // std::fabs, std::nearbyint
 #include <cstddef>      // std::size_t
 #include <cstdint>      // std::int8_t, std::int32_t
+#include <cstring>      // std::memcpy
 #include <type_traits>  // std::is_same_v
 #include <vector>       // std::vector
 
@@ -44,6 +45,10 @@ struct QuantizedRow {
     // times each group of four of q (its weights' offset, in the integer sums).
     std::vector<float> scaled_sums;
     std::vector<std::int32_t> minus_16x;
+    // For Q4_K / Q5_K's VNNI kernel: per super-block of 256, q's groups of 32 in the order the
+    // weights' 64-byte runs unpack (0, 2, 1, 3, 4, 6, 5, 7: low nibbles, then high), so that
+    // each vpdpbusd reads its activations with one load.
+    std::vector<std::int8_t> q_nibble_order;
 
     void reserve(std::size_t k) {
         if (q.size() < k) q.resize(k);
@@ -57,6 +62,7 @@ struct QuantizedRow {
         if (minus_32_group.size() < k / 16) minus_32_group.resize(k / 16);
         if (scaled_sums.size() < k / 32) scaled_sums.resize(k / 32);
         if (minus_16x.size() < k / 4) minus_16x.resize(k / 4);
+        if (q_nibble_order.size() < k) q_nibble_order.resize(k);
     }
 
     // x(k), k a multiple of 32: each block scaled so that its largest magnitude becomes 127,
@@ -116,6 +122,11 @@ struct QuantizedRow {
             prepare_sums(k);
             if constexpr (std::is_same_v<W, Q5_0>)
                 for (std::size_t i = 0; i < k / 4; ++i) minus_16x[i] = -16 * (q[4 * i] + q[4 * i + 1] + q[4 * i + 2] + q[4 * i + 3]);
+            if constexpr (std::is_same_v<W, Q4_K> || std::is_same_v<W, Q5_K>) {
+                constexpr std::size_t order[8] = {0, 2, 1, 3, 4, 6, 5, 7};
+                for (std::size_t b = 0; b < k / 256; ++b)
+                    for (std::size_t g = 0; g < 8; ++g) std::memcpy(&q_nibble_order[256 * b + 32 * g], &q[256 * b + 32 * order[g]], 32);
+            }
         } else if constexpr (std::is_same_v<W, Q4_0>) {
             pair_for_nibbles(k);
         } else if constexpr (std::is_same_v<W, Q6_K>) {

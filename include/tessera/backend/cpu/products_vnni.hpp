@@ -338,8 +338,8 @@ inline void transpose_16_rows(const __m256i* rows, __m512i* out) noexcept {
 // row adds per unit of the block's activation sum ([block][row of 32]: −dmin · the group's min,
 // Q5_1's m; Q5_0's −16 d is an integer offset, the activations' shift). Missing rows get 0.
 // Per panel of 16 rows and stored block, each row's blocks of 32 are unpacked as vectors, then
-// transposed 16 rows at a time (4-byte stores row by row cost 2.5x as much; a prompt of 16
-// tokens spent most of its Q4_K products packing).
+// transposed 16 rows at a time: stored 4 bytes at a time row by row, the packing took most of a
+// 16-token prompt's Q4_K products (bench/RESULTS.md, K-quants fourth part).
 template <class W>
     requires with_offsets<W>
 inline void pack_offset_panels(const W* w, std::size_t stored, std::size_t rows, std::uint8_t* wq, float* ws, float* mins) noexcept {

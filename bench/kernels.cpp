@@ -1,4 +1,4 @@
-// Microbenchmarks of the CPU kernels at GPT-2 124M shapes. Every result carries GB/s and
+// Microbenchmarks of the CPU kernels at GPT-2 124M shapes (and Llama-3.2-1B's for the stored formats). Every result carries GB/s and
 // GFLOP/s counters and, against the machine's roofline measured in the same run, the fraction
 // of read bandwidth (bw_frac) and of peak FMA rate (fma_frac) it reached. The roofline is
 // measured once at start (printed) and then sampled between the kernel's calls, every 50 ms of
@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <utility>
@@ -88,6 +89,35 @@ void gemv_benchmark(benchmark::State& state, bool cold) {
 }
 void BM_Gemv(benchmark::State& state) { gemv_benchmark(state, false); }
 void BM_GemvCold(benchmark::State& state) { gemv_benchmark(state, true); }
+
+// The same decode product with W stored in a weight format (bf16, Q8_0, the K-quants): bytes
+// are W's stored bytes. Cold: copies of one quantized W (quantizing 1 GiB with the K-quants'
+// scale search would take minutes) read in turn, as in decoding.
+template <class W>
+void BM_GemvStored(benchmark::State& state) {
+    const auto rows = static_cast<std::size_t>(state.range(0)), cols = static_cast<std::size_t>(state.range(1));
+    const bool cold = state.range(2) != 0;
+    using Stored = Tensor<W, Extents<dyn, dyn>, Cpu>;
+    const std::size_t stored = cols / WeightFormat<W>::block, bytes = rows * stored * sizeof(W);
+    const std::size_t copies = cold ? ((std::size_t{1} << 30) + bytes - 1) / bytes : 1;
+    std::vector<float> values(rows * cols);
+    fill(values.data(), values.size());
+    std::vector<Stored> weights;
+    weights.emplace_back(rows, stored);
+    WeightFormat<W>::quantize(values.data(), weights.back().data(), values.size());
+    for (std::size_t i = 1; i < copies; ++i) {
+        weights.emplace_back(rows, stored);
+        std::memcpy(weights.back().data(), weights.front().data(), bytes);
+    }
+    Vector x(cols), y(rows);
+    fill(x.data(), x.size());
+    std::size_t next = 0;
+    run_and_report(state, static_cast<double>(bytes), 2.0 * rows * cols, [&] {
+        gemv(*g_cpu, weights[next], x, y);
+        next = (next + 1) % copies;
+        benchmark::DoNotOptimize(y.data());
+    });
+}
 
 // C(tokens, rows) = A(tokens, cols) · W(rows, cols)ᵀ: the prefill matrix product.
 void BM_Gemm(benchmark::State& state) {
@@ -185,6 +215,16 @@ void weight_shapes(benchmark::internal::Benchmark* b) {
 }
 BENCHMARK(BM_Gemv)->Apply(weight_shapes);
 BENCHMARK(BM_GemvCold)->Apply(weight_shapes);
+// Llama-3.2-1B's feed-forward (2,048 -> 8,192 and back), warm and cold, in the formats of
+// llama-quantize's files.
+void stored_shapes(benchmark::internal::Benchmark* b) {
+    b->ArgNames({"rows", "cols", "cold"})->ArgsProduct({{8192}, {2048}, {0, 1}})->Args({2048, 8192, 1})->UseManualTime();
+}
+BENCHMARK_TEMPLATE(BM_GemvStored, Q8_0)->Apply(stored_shapes);
+BENCHMARK_TEMPLATE(BM_GemvStored, Q4_0)->Apply(stored_shapes);
+BENCHMARK_TEMPLATE(BM_GemvStored, Q4_K)->Apply(stored_shapes);
+BENCHMARK_TEMPLATE(BM_GemvStored, Q5_K)->Apply(stored_shapes);
+BENCHMARK_TEMPLATE(BM_GemvStored, Q6_K)->Apply(stored_shapes);
 BENCHMARK(BM_Gemm)
     ->ArgNames({"tokens", "rows", "cols"})
     ->Args({4, 3072, 768})

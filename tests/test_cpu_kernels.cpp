@@ -331,8 +331,9 @@ TEST_CASE("causal_attention refuses Q8_0 keys whose blocks do not make q's head_
 
 // Grouped-query attention (H query heads over Hkv key/value heads) is multi-head attention with
 // each key/value head repeated for its H / Hkv query heads: the same arithmetic per head, so the
-// same bits, on every path (one query; a prompt on Eigen's products or the AVX-512 tiles, head_dim
-// 17 and 64; bf16 keys and values; several sequences in one call).
+// same bits, on every path (one query, the heads of a group in one task or split across tasks; a
+// prompt on Eigen's products or the AVX-512 tiles, head_dim 17 and 64; bf16 keys and values;
+// several sequences in one call).
 TEST_CASE("grouped-query attention equals multi-head attention over repeated key/value heads", "[cpu][attention]") {
     const std::size_t tk = GENERATE(5u, 70u);
     const std::size_t tq = GENERATE_COPY(values<std::size_t>({1u, tk}));
@@ -340,7 +341,9 @@ TEST_CASE("grouped-query attention equals multi-head attention over repeated key
     const std::size_t kv_heads = GENERATE(1u, 2u);
     constexpr std::size_t heads = 6;
     const std::size_t group = heads / kv_heads;
-    Cpu cpu(2);
+    // 5 threads for a query's 2 key/value heads: a group's heads split across tasks, unevenly
+    const unsigned threads = GENERATE(2u, 5u);
+    Cpu cpu(threads);
     Tensor<float, Extents<dyn, dyn, dyn>, Cpu> q(tq, heads, dim), k(tk, kv_heads, dim), v(tk, kv_heads, dim), k_all(tk, heads, dim),
         v_all(tk, heads, dim), grouped(tq, heads, dim), full(tq, heads, dim);
     fill(q, random_values(q.size(), 40, -2.0f, 2.0f));
@@ -352,7 +355,7 @@ TEST_CASE("grouped-query attention equals multi-head attention over repeated key
                 k_all.data()[(p * heads + h) * dim + e] = k.data()[(p * kv_heads + h / group) * dim + e];
                 v_all.data()[(p * heads + h) * dim + e] = v.data()[(p * kv_heads + h / group) * dim + e];
             }
-    INFO("tq=" << tq << " tk=" << tk << " dim=" << dim << " kv_heads=" << kv_heads);
+    INFO("tq=" << tq << " tk=" << tk << " dim=" << dim << " kv_heads=" << kv_heads << " threads=" << threads);
     causal_attention(cpu, q, k, v, grouped);
     causal_attention(cpu, q, k_all, v_all, full);
     CHECK(std::equal(grouped.data(), grouped.data() + grouped.size(), full.data()));

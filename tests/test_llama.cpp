@@ -30,6 +30,8 @@
 
 #include <unistd.h>  // getpid
 
+#include "allocation_counter.hpp"
+
 #include <tessera/backend/cpu.hpp>
 #include <tessera/io/read_only_file.hpp>
 #include <tessera/models/kl_divergence.hpp>
@@ -176,6 +178,29 @@ TEST_CASE("Llama family: a q8_0 KV cache where head_dim is a multiple of 32, ref
         INFO("q8_0 cache at position " << position << ": max abs difference " << d.worst << ", largest |logit| " << d.scale);
         CHECK(d.worst <= 2e-2 * d.scale);
         CHECK(d.worst > 0);  // rounded
+    }
+}
+
+// Decoding allocates nothing, as GPT-2's (test_gpt2.cpp), with grouped-query attention too: the
+// model reserves attention's scratch for a group of query heads per key/value head (llama-tiny
+// and qwen3-tiny: 2, qwen2-tiny: 4), in each cache precision (bf16 and q8_0 widen keys and values
+// in scratch).
+TEST_CASE("Llama family: decode steps allocate nothing, grouped-query attention included", "[llama][kv]") {
+    for (const auto& [config, kv] : {std::pair<std::string, KvPrecision>{"llama-tiny", KvPrecision::f32},
+                                     {"llama-tiny", KvPrecision::bf16}, {"qwen2-tiny", KvPrecision::f32},
+                                     {"qwen3-tiny", KvPrecision::q8_0}}) {
+        INFO(config << ", cache " << static_cast<int>(kv));
+        Cpu cpu(2);  // a backend of its own: no scratch grown by another model
+        const auto model = open_llama(cpu, fixtures + "/" + config + "-f32.gguf");
+        model->use_kv_cache(kv);
+        const std::vector<TokenId> prompt{1, 2, 3};
+        model->prefill(prompt);
+        model->decode(4);
+        test::allocations = 0;
+        test::counting_allocations = true;
+        for (TokenId t = 5; model->position() < model->context_length(); ++t) model->decode(t % 50);
+        test::counting_allocations = false;
+        CHECK(test::allocations == 0);
     }
 }
 

@@ -152,7 +152,8 @@ concept Backend = StorageBackend<B> && HasTransfers<B> && HasGemm<B> && HasGemv<
                   HasGelu<B> && HasCausalAttention<B> && HasGatherRows<B>;
 
 // Optional: sizes the backend's own attention scratch for up to `queries` queries over up to
-// `keys` keys of heads of `head_dim` (reserve_attention(queries, keys, head_dim)), so that no
+// `keys` keys of heads of `head_dim` (reserve_attention(queries, keys, head_dim); optionally
+// widened keys and values and `group` query heads per key/value head after it), so that no
 // later call within those sizes allocates. Models call it with the whole context before each
 // step, so decoding never allocates.
 template <class B>

@@ -61,14 +61,20 @@ public:
     }
     cpu::ThreadPool& pool() noexcept { return *pool_; }
 
-    // Kernels: shapes are checked by the ops/ layer before they arrive here.
+    // Kernels: shapes are checked by the ops/ layer before they arrive here. Those that are not
+    // templates for another reason take `Deferred` (always void), as their cpu:: kernels do: a
+    // template's body is compiled only in a program that calls it, so one that includes the
+    // backend and never runs it (a program that opens models through open_model_on) does not
+    // compile Eigen's expressions and the kernels (75 MB of compiler memory; bench/RESULTS.md).
+    template <class Deferred = void>
     void gemm(MatrixView<const float, Cpu> a, MatrixView<const float, Cpu> w, VectorView<const float, Cpu> bias,
               MatrixView<float, Cpu> c) {
-        cpu::gemm(*pool_, a.data(), w.data(), bias_or_null(bias), c.data(), a.extent(0), w.extent(0), a.extent(1));
+        cpu::gemm<Deferred>(*pool_, a.data(), w.data(), bias_or_null(bias), c.data(), a.extent(0), w.extent(0), a.extent(1));
     }
+    template <class Deferred = void>
     void gemv(MatrixView<const float, Cpu> w, VectorView<const float, Cpu> x, VectorView<const float, Cpu> bias,
               VectorView<float, Cpu> y) {
-        cpu::gemv(*pool_, w.data(), x.data(), bias_or_null(bias), y.data(), w.extent(0), w.extent(1));
+        cpu::gemv<Deferred>(*pool_, w.data(), x.data(), bias_or_null(bias), y.data(), w.extent(0), w.extent(1));
     }
     // Weights stored as bf16, Q8_0 or Q4_0: w holds N rows of K / block elements.
     template <class W>
@@ -82,13 +88,15 @@ public:
     // as stored for gather_rows. cpu::PackedIntegerWeights says what it costs.
     template <class W>
     using PackedWeights = cpu::PackedIntegerWeights;
+    template <class Deferred = void>
     cpu::PackedIntegerWeights pack_weights(MatrixView<const Q6_K, Cpu> w) {
-        return cpu::pack_integer_weights(*pool_, w.data(), w.extent(0), w.extent(1) * WeightFormat<Q6_K>::block);
+        return cpu::pack_integer_weights<Deferred>(*pool_, w.data(), w.extent(0), w.extent(1) * WeightFormat<Q6_K>::block);
     }
+    template <class Deferred = void>
     void gemm(MatrixView<const float, Cpu> a, MatrixView<const Q6_K, Cpu> w, const cpu::PackedIntegerWeights& packed,
               VectorView<const float, Cpu> bias, MatrixView<float, Cpu> c) {
         if (a.extent(0) < 2 || packed.empty()) return gemm(a, w, bias, c);  // one row: gemv over W as stored
-        cpu::prepacked_q6_k_gemm(*pool_, a.data(), packed, bias_or_null(bias), c.data(), a.extent(0), w.extent(0), a.extent(1));
+        cpu::prepacked_q6_k_gemm<Deferred>(*pool_, a.data(), packed, bias_or_null(bias), c.data(), a.extent(0), w.extent(0), a.extent(1));
     }
     // A Linear's Q8_0, Q4_0, bf16 and float weights arranged in place once loaded (ArrangesWeights;
     // where the CPU has the instructions): cpu/arranged_weights.hpp says how and why.
@@ -99,8 +107,10 @@ public:
     cpu::Arrangement arrange_weights(MatrixView<W, Cpu> w) {
         return cpu::arrange_integer(*pool_, w.data(), w.extent(0), w.extent(1) * WeightFormat<W>::block);
     }
-    cpu::Arrangement arrange_weights(MatrixView<bf16, Cpu> w) { return cpu::arrange_bf16(*pool_, w.data(), w.extent(0), w.extent(1)); }
-    cpu::Arrangement arrange_weights(MatrixView<float, Cpu> w) { return cpu::arrange_float(*pool_, w.data(), w.extent(0), w.extent(1)); }
+    template <class Deferred = void>
+    cpu::Arrangement arrange_weights(MatrixView<bf16, Cpu> w) { return cpu::arrange_bf16<Deferred>(*pool_, w.data(), w.extent(0), w.extent(1)); }
+    template <class Deferred = void>
+    cpu::Arrangement arrange_weights(MatrixView<float, Cpu> w) { return cpu::arrange_float<Deferred>(*pool_, w.data(), w.extent(0), w.extent(1)); }
     template <class W>
         requires std::is_same_v<W, Q8_0> || std::is_same_v<W, Q4_0> || std::is_same_v<W, bf16> || std::is_same_v<W, float>
     void gemm(MatrixView<const float, Cpu> a, MatrixView<const W, Cpu> w, const cpu::Arrangement& arranged,
@@ -115,35 +125,41 @@ public:
 #endif
         gemm(a, w, bias, c);
     }
+    template <class Deferred = void>
     void add(VectorView<const float, Cpu> a, VectorView<const float, Cpu> b, VectorView<float, Cpu> out) {
-        cpu::add(*pool_, a.data(), b.data(), out.data(), out.size());
+        cpu::add<Deferred>(*pool_, a.data(), b.data(), out.data(), out.size());
     }
     void copy(VectorView<const float, Cpu> src, VectorView<float, Cpu> dst) {
         std::copy_n(src.data(), src.size(), dst.data());
     }
+    template <class Deferred = void>
     void layer_norm(MatrixView<const float, Cpu> x, VectorView<const float, Cpu> gamma, VectorView<const float, Cpu> beta,
                     float eps, MatrixView<float, Cpu> out) {
-        cpu::layer_norm(*pool_, x.data(), gamma.data(), beta.data(), eps, out.data(), x.extent(0), x.extent(1));
+        cpu::layer_norm<Deferred>(*pool_, x.data(), gamma.data(), beta.data(), eps, out.data(), x.extent(0), x.extent(1));
     }
+    template <class Deferred = void>
     void gelu(VectorView<const float, Cpu> x, VectorView<float, Cpu> out) {
-        cpu::gelu(*pool_, x.data(), out.data(), out.size());
+        cpu::gelu<Deferred>(*pool_, x.data(), out.data(), out.size());
     }
+    template <class Deferred = void>
     void rms_norm(MatrixView<const float, Cpu> x, VectorView<const float, Cpu> gamma, float eps, MatrixView<float, Cpu> out) {
-        cpu::rms_norm(*pool_, x.data(), gamma.data(), eps, out.data(), x.extent(0), x.extent(1));
+        cpu::rms_norm<Deferred>(*pool_, x.data(), gamma.data(), eps, out.data(), x.extent(0), x.extent(1));
     }
     void rotary(Tensor3View<float, Cpu> x, std::size_t first, std::span<const double> inv_freq, RopePairing pairing,
                 float amplitude) {
         cpu::rotary(*pool_, x.data(), x.extent(0), x.extent(1), x.extent(2), first, inv_freq.data(), pairing == RopePairing::halves,
                     amplitude);
     }
+    template <class Deferred = void>
     void silu_mul(VectorView<const float, Cpu> gate, VectorView<const float, Cpu> up, VectorView<float, Cpu> out) {
-        cpu::silu_mul(*pool_, gate.data(), up.data(), out.data(), out.size());
+        cpu::silu_mul<Deferred>(*pool_, gate.data(), up.data(), out.data(), out.size());
     }
-    // Per-thread room for attention over heads of `head_dim`: score rows, a head's keys arranged
-    // and, for keys and values stored in bf16 or Q8_0 (`widened`), room to widen them; models
-    // reserve the whole context before each step.
-    void reserve_attention(std::size_t queries, std::size_t keys, std::size_t head_dim, bool widened = false) {
-        const std::size_t floats = cpu::attention_scratch_floats(queries, keys, head_dim, widened);
+    // Per-thread room for attention over heads of `head_dim`, `group` query heads per key/value
+    // head: score rows, a head's keys arranged and, for keys and values stored in bf16 or Q8_0
+    // (`widened`), room to widen them; models reserve the whole context before each step.
+    void reserve_attention(std::size_t queries, std::size_t keys, std::size_t head_dim, bool widened = false,
+                           std::size_t group = 1) {
+        const std::size_t floats = cpu::attention_scratch_floats(queries, keys, head_dim, widened, group);
         for (auto& row : scratch_) {
             if (row.size() < floats) row = cpu::AlignedBuffer<float>(floats);
         }
@@ -154,7 +170,7 @@ public:
     void causal_attention(Tensor3View<const float, Cpu> q, Tensor3View<const KV, Cpu> k, Tensor3View<const KV, Cpu> v,
                           Tensor3View<float, Cpu> out) {
         const std::size_t tk = k.extent(0);
-        reserve_attention(q.extent(0), tk, q.extent(2), !std::is_same_v<KV, float>);  // a no-op when the caller reserved
+        reserve_attention(q.extent(0), tk, q.extent(2), !std::is_same_v<KV, float>, q.extent(1) / k.extent(1));  // a no-op when the caller reserved
         cpu::causal_attention(*pool_, scratch_, q.data(), k.data(), v.data(), out.data(), q.extent(0), tk, q.extent(1),
                               k.extent(1), q.extent(2));
     }
@@ -173,7 +189,8 @@ public:
             most_k = std::max(most_k, e.k.extent(0));
         }
         if (each.empty()) return;
-        reserve_attention(most_q, most_k, each[0].q.extent(2), !std::is_same_v<KV, float>);  // a no-op when the caller reserved
+        reserve_attention(most_q, most_k, each[0].q.extent(2), !std::is_same_v<KV, float>,  // a no-op when the caller reserved
+                          each[0].q.extent(1) / each[0].k.extent(1));
         cpu::causal_attention_each(*pool_, scratch_, std::span<const cpu::AttentionSequence<KV>>(list), each[0].q.extent(1),
                                    each[0].k.extent(1), each[0].q.extent(2));
     }

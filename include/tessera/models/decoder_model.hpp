@@ -262,7 +262,9 @@ public:
         }
         if (ids_.capacity() < rows) ids_.reserve(rows);
         if (slices_.capacity() < sequences) slices_.reserve(sequences);
-        if constexpr (ReservesAttentionScratch<B>) backend_->reserve_attention(rows, shape_.n_ctx, shape_.head_dim());
+        if constexpr (ReservesAttentionScratch<B>) {
+            backend_->reserve_attention(rows, shape_.n_ctx, shape_.head_dim(), false, query_heads_per_kv_head());
+        }
         if (sequences > 1 && !batches_prepared_) prepare_batches();
     }
 
@@ -430,9 +432,11 @@ private:
     void reserve_keys(std::size_t rows, bool several, bool widened) {
         scratch_.reserve(rows, several || widened);
         if constexpr (HasBf16KvCache<B> || HasQ8KvCache<B>) {
-            if (widened) backend_->reserve_attention(rows, shape_.n_ctx, shape_.head_dim(), true);
+            if (widened) backend_->reserve_attention(rows, shape_.n_ctx, shape_.head_dim(), true, query_heads_per_kv_head());
         }
     }
+    // Query heads that read each key/value head (1 but for grouped-query attention).
+    std::size_t query_heads_per_kv_head() const noexcept { return shape_.n_head * shape_.head_dim() / shape_.kv_width(); }
 
     // Queues the blocks over the batch's tokens (in order: rows [0, rows)); returns x (rows, C).
     // slices_ holds each sequence's rows afterwards.

@@ -38,7 +38,8 @@
 #include <vector>     // std::vector
 
 #include <tessera/backend/cpu/thread_pool.hpp>      // ThreadPool
-#include <tessera/backend/cpu/weight_products.hpp>  // packed_tile, pack_activations, packed_panels_gemm
+#include <tessera/backend/cpu/bf16_gemm.hpp>     // pack_bf16_activations, bf16_panels_gemm
+#include <tessera/backend/cpu/integer_gemm.hpp>  // pack_activations, packed_panels_gemm
 #include <tessera/core/dtype.hpp>                   // Q8_0, Q4_0
 
 namespace tessera::cpu {
@@ -141,6 +142,7 @@ inline bf16 arranged_element(const bf16* w, std::size_t n, std::size_t k, std::s
 }
 
 // Arranges the whole groups of bf16 W(n, k) in place (k even, n at least 32) where arranges_bf16().
+template <class Deferred = void>
 inline Arrangement arrange_bf16(ThreadPool& pool, bf16* w, std::size_t n, std::size_t k) {
 #if TESSERA_HAS_AVX512_KERNELS
     if (!arranges_bf16() || n < arranged_rows || k % 2 != 0 || k == 0) return {};
@@ -162,6 +164,7 @@ inline float arranged_element(const float* w, std::size_t n, std::size_t k, std:
 }
 
 // Arranges the whole groups of float W(n, k) in place (n at least 32) where the CPU has AVX-512.
+template <class Deferred = void>
 inline Arrangement arrange_float(ThreadPool& pool, float* w, std::size_t n, std::size_t k) {
 #if TESSERA_HAS_AVX512_KERNELS
     if (!has_avx512() || n < arranged_rows || k == 0) return {};

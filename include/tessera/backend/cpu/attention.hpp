@@ -41,17 +41,19 @@ inline bool attention_on_tiles(std::size_t dim) noexcept {
 // Keys rounded up to whole panels of 16 (the tiles' score columns).
 inline std::size_t attention_panel_keys(std::size_t tk) noexcept { return (tk + 15) / 16 * 16; }
 
-// Scratch floats per thread that causal_attention needs for the scores ...
-inline std::size_t attention_score_floats(std::size_t tq, std::size_t tk, std::size_t dim) noexcept {
-    if (tq < attention_block_queries) return tk;
+// Scratch floats per thread that causal_attention needs for the scores (`group` query heads per
+// key/value head) ...
+inline std::size_t attention_score_floats(std::size_t tq, std::size_t tk, std::size_t dim, std::size_t group) noexcept {
+    if (tq < attention_block_queries) return group * aligned_floats(tk);
     return std::min(tq, attention_query_block) * (attention_on_tiles(dim) ? attention_panel_keys(tk) : tk);
 }
 // ... in all, for head_dim `dim` and keys and values in float or (`widened`) in bf16 or Q8_0,
 // widened after the scores: on the tiles, a head's keys arranged (and, widened, its values);
 // otherwise, widened, a head's keys and values in the matrix-product path, a chunk of them in
 // the per-query path.
-inline std::size_t attention_scratch_floats(std::size_t tq, std::size_t tk, std::size_t dim, bool widened) noexcept {
-    const std::size_t scores = aligned_floats(attention_score_floats(tq, tk, dim));
+inline std::size_t attention_scratch_floats(std::size_t tq, std::size_t tk, std::size_t dim, bool widened,
+                                            std::size_t group) noexcept {
+    const std::size_t scores = aligned_floats(attention_score_floats(tq, tk, dim, group));
     if (tq >= attention_block_queries && attention_on_tiles(dim))
         return scores + aligned_floats(attention_panel_keys(tk) * dim) + (widened ? tk * dim : 0);
     if (!widened) return scores;
@@ -111,43 +113,73 @@ void prefetch_head_rows(const KV* t, std::size_t first, std::size_t n, std::size
 // (grouped-query attention; kv_heads == heads is multi-head attention).
 inline std::size_t kv_head_of(std::size_t h, std::size_t heads, std::size_t kv_heads) noexcept { return h / (heads / kv_heads); }
 
-// Query i (at position tk - tq + i) of head h over keys 0..its position: the per-query path.
-// Scores and output are matrix-vector products over chunks of the head's visible keys and
-// values (Eigen's gemv keeps several rows in flight; a dot product per key spent its time on
-// each key's horizontal sum). `scores` holds tk floats, `widen` attention_key_chunk * dim
-// (bf16 and Q8_0 keys and values widened).
+// Query i (at position tk - tq + i) of query heads [first, first + count), which share key/value
+// head g, over keys 0..its position: the per-query path. Each head's
+// scores and output are matrix-vector products over chunks of the visible keys and values
+// (Eigen's gemv keeps several rows in flight; a dot product per key spent its time on each key's
+// horizontal sum). The group's heads take each chunk in turn while it is in the L1 cache, so a
+// grouped-query model reads its cache once per key/value head, not once per query head, and a
+// head's bits are those of multi-head attention over repeated keys and values. `scores` holds
+// count * aligned_floats(tk) floats, `widen` attention_key_chunk * dim (bf16 and Q8_0 keys and values widened).
 template <class KV>
-void attend_one(const float* q, const KV* k, const KV* v, float* out, std::size_t tq, std::size_t tk, std::size_t heads,
-                std::size_t kv_heads, std::size_t dim, std::size_t i, std::size_t h, float* scores, float* widen) {
+void attend_group(const float* q, const KV* k, const KV* v, float* out, std::size_t tq, std::size_t tk, std::size_t heads,
+                  std::size_t kv_heads, std::size_t dim, std::size_t i, std::size_t first, std::size_t count, float* scores,
+                  float* widen) {
     constexpr std::size_t chunk = attention_key_chunk;
+    const std::size_t g = kv_head_of(first, heads, kv_heads);
     const auto d = static_cast<Eigen::Index>(dim);
     const auto index = [](std::size_t n) { return static_cast<Eigen::Index>(n); };
     const float scale = 1.0f / std::sqrt(static_cast<float>(dim));
     const std::size_t row = heads * dim;  // stride between positions
     const std::size_t visible = tk - tq + i + 1;
-    const std::size_t g = kv_head_of(h, heads, kv_heads);
-    const ConstVectorMap qi(q + i * row + h * dim, d);
-    VectorMap s(scores, index(visible));
+    const float* const qg = q + i * row + first * dim;
+    float* const og = out + i * row + first * dim;
+    // Each head's scores 64-byte aligned, as a lone head's are: Eigen's sums peel to an alignment.
+    const std::size_t stride = aligned_floats(visible);
+    const auto head_scores = [&](std::size_t r) { return VectorMap(scores + r * stride, index(visible)); };
     prefetch_head_rows(k, 0, chunk, visible, kv_heads, dim, g);
     for (std::size_t j = 0; j < visible; j += chunk) {
         const std::size_t n = std::min(chunk, visible - j);
         prefetch_head_rows(k, j + chunk, chunk, visible, kv_heads, dim, g);
-        s.segment(index(j), index(n)).noalias() = head_rows(k, j, n, kv_heads, dim, g, widen) * qi;
+        const ConstMatrixMap keys = head_rows(k, j, n, kv_heads, dim, g, widen);
+        for (std::size_t r = 0; r < count; ++r) head_scores(r).segment(index(j), index(n)).noalias() = keys * ConstVectorMap(qg + r * dim, d);
     }
-    ArrayMap p(scores, index(visible));
-    p = (p - p.maxCoeff()) * scale;
-    p = p.exp();
-    const float inv_sum = 1.0f / p.sum();
-    VectorMap o(out + i * row + h * dim, d);
-    o.setZero();
+    for (std::size_t r = 0; r < count; ++r) {
+        ArrayMap p(scores + r * stride, index(visible));
+        p = (p - p.maxCoeff()) * scale;
+        p = p.exp();
+    }
+    // out may be q: these heads' queries were read whole above.
+    for (std::size_t r = 0; r < count; ++r) VectorMap(og + r * dim, d).setZero();
     prefetch_head_rows(v, 0, chunk, visible, kv_heads, dim, g);
     for (std::size_t j = 0; j < visible; j += chunk) {
         const std::size_t n = std::min(chunk, visible - j);
         prefetch_head_rows(v, j + chunk, chunk, visible, kv_heads, dim, g);
-        o.noalias() += head_rows(v, j, n, kv_heads, dim, g, widen).transpose() * s.segment(index(j), index(n));
+        const ConstMatrixMap values = head_rows(v, j, n, kv_heads, dim, g, widen);
+        for (std::size_t r = 0; r < count; ++r) {
+            VectorMap(og + r * dim, d).noalias() += values.transpose() * head_scores(r).segment(index(j), index(n));
+        }
     }
-    o *= inv_sum;
+    for (std::size_t r = 0; r < count; ++r) VectorMap(og + r * dim, d) *= 1.0f / head_scores(r).sum();
 }
+
+// The per-query path's tasks: each query's heads in groups that share a key/value head, a group
+// split in `parts` (at most its size) only where there are fewer groups than threads, so that every
+// thread has work: a part reads its key/value head whole, so fewer parts read less.
+struct HeadParts {
+    std::size_t heads, kv_heads, parts;
+    HeadParts(std::size_t heads, std::size_t kv_heads, std::size_t queries, std::size_t threads) noexcept
+        : heads(heads), kv_heads(kv_heads),
+          parts(std::max<std::size_t>(1, std::min(heads / kv_heads, (threads + queries * kv_heads - 1) / std::max<std::size_t>(1, queries * kv_heads)))) {}
+    std::size_t per_query() const noexcept { return kv_heads * parts; }
+    // Task t's query (t / per_query()) and its heads [first, first + count).
+    template <class F>
+    void run(std::size_t t, F&& f) const {
+        const std::size_t group = heads / kv_heads, g = t % per_query() / parts, part = t % parts;
+        const std::size_t first = g * group + part * group / parts, end = g * group + (part + 1) * group / parts;
+        f(t / per_query(), first, end - first);
+    }
+};
 
 // The causal softmax of a block of `rows` queries' scores (row stride `stride`) over `keys` keys,
 // the block's last query seeing them all: row i over its first keys - rows + i + 1, scaled by
@@ -190,7 +222,7 @@ void attend_blocks_on_tiles(ThreadPool& pool, std::span<AlignedBuffer<float>> sc
                             float* out, std::size_t tq, std::size_t tk, std::size_t heads, std::size_t kv_heads, std::size_t dim) {
     const float scale = 1.0f / std::sqrt(static_cast<float>(dim));
     const std::size_t row = heads * dim;  // stride between positions
-    const std::size_t keys_at = aligned_floats(attention_score_floats(tq, tk, dim));
+    const std::size_t keys_at = aligned_floats(attention_score_floats(tq, tk, dim, heads / kv_heads));
     const std::size_t values_at = keys_at + aligned_floats(attention_panel_keys(tk) * dim);
     pool.parallel_for(heads, 1, [&](std::size_t begin, std::size_t end, unsigned thread) {
         float* const scores = scratch[thread].data();
@@ -232,7 +264,7 @@ template <class KV>
         return attend_blocks_on_tiles(pool, scratch, q, k, v, out, tq, tk, heads, kv_heads, dim);
     }
 #endif
-    const std::size_t widen_at = aligned_floats(attention_score_floats(tq, tk, dim));
+    const std::size_t widen_at = aligned_floats(attention_score_floats(tq, tk, dim, heads / kv_heads));
     if (tq >= attention_block_queries) {
         // Per head, per block of queries: S = Q Kᵀ / √D over the keys the block's last query
         // sees, as one matrix product; causal softmax row by row (masked entries become 0); O =
@@ -257,10 +289,13 @@ template <class KV>
         });
         return;
     }
-    pool.parallel_for(tq * heads, 1, [&](std::size_t begin, std::size_t end, unsigned thread) {
+    const HeadParts tasks(heads, kv_heads, tq, pool.size());
+    pool.parallel_for(tq * tasks.per_query(), 1, [&](std::size_t begin, std::size_t end, unsigned thread) {
         for (std::size_t task = begin; task < end; ++task) {
-            attend_one(q, k, v, out, tq, tk, heads, kv_heads, dim, task / heads, task % heads, scratch[thread].data(),
-                       scratch[thread].data() + widen_at);
+            tasks.run(task, [&](std::size_t i, std::size_t first, std::size_t count) {
+                attend_group(q, k, v, out, tq, tk, heads, kv_heads, dim, i, first, count, scratch[thread].data(),
+                             scratch[thread].data() + widen_at);
+            });
         }
     });
 }
@@ -276,7 +311,7 @@ struct AttentionSequence {
 };
 
 // causal_attention for each sequence (the same heads and dim), with the same results. When
-// every sequence has one query (a batched decode step) all their (sequence, head) pairs are one
+// every sequence has one query (a batched decode step) all their (sequence, key/value head) pairs are one
 // job for the pool instead of one job per sequence: each job is a few microseconds of work.
 // `scratch` as causal_attention's, for the longest sequence.
 template <class KV>
@@ -289,12 +324,15 @@ void causal_attention_each(ThreadPool& pool, std::span<AlignedBuffer<float>> scr
     }
     std::size_t most_k = 0;
     for (const AttentionSequence<KV>& s : each) most_k = std::max(most_k, s.tk);
-    const std::size_t widen_at = aligned_floats(attention_score_floats(1, most_k, dim));
-    pool.parallel_for(each.size() * heads, 1, [&](std::size_t begin, std::size_t end, unsigned thread) {
+    const std::size_t widen_at = aligned_floats(attention_score_floats(1, most_k, dim, heads / kv_heads));
+    const HeadParts tasks(heads, kv_heads, each.size(), pool.size());
+    pool.parallel_for(each.size() * tasks.per_query(), 1, [&](std::size_t begin, std::size_t end, unsigned thread) {
         for (std::size_t task = begin; task < end; ++task) {
-            const AttentionSequence<KV>& s = each[task / heads];
-            attend_one(s.q, s.k, s.v, s.out, 1, s.tk, heads, kv_heads, dim, 0, task % heads, scratch[thread].data(),
-                       scratch[thread].data() + widen_at);
+            tasks.run(task, [&](std::size_t i, std::size_t first, std::size_t count) {
+                const AttentionSequence<KV>& s = each[i];
+                attend_group(s.q, s.k, s.v, s.out, 1, s.tk, heads, kv_heads, dim, 0, first, count, scratch[thread].data(),
+                             scratch[thread].data() + widen_at);
+            });
         }
     });
 }

@@ -8,7 +8,9 @@
 //
 // The kernels built on these maps are [[gnu::noinline]]: one copy per program however many
 // call sites, and no caller's small constant size propagated into Eigen's vector loops, where
-// GCC 12 then warns about the dead full-width path (a false -Warray-bounds).
+// GCC 12 then warns about the dead full-width path (a false -Warray-bounds). Those that are not
+// templates otherwise take `template <class Deferred = void>`, so that only a program that calls
+// them compiles their Eigen expressions (backend/cpu.hpp says why).
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -49,6 +51,7 @@ inline MatrixMap matrix(float* p, std::size_t rows, std::size_t cols, std::size_
 }
 
 // Columns [begin, end) of C(m, ldc) += bias[begin, end) in every row; nothing when bias is null.
+template <class Deferred = void>
 inline void add_bias_columns(float* c, const float* bias, std::size_t m, std::size_t ldc, std::size_t begin, std::size_t end) {
     if (bias == nullptr) return;
     matrix(c + begin, m, end - begin, ldc).rowwise() += ConstVectorMap(bias + begin, static_cast<Eigen::Index>(end - begin)).transpose();

@@ -10,7 +10,8 @@ namespace tessera::cpu {
 inline constexpr std::size_t elementwise_grain = 16384;
 
 // out = a + b. out may be a or b.
-[[gnu::noinline]] inline void add(ThreadPool& pool, const float* a, const float* b, float* out, std::size_t n) {
+template <class Deferred = void>
+[[gnu::noinline]] void add(ThreadPool& pool, const float* a, const float* b, float* out, std::size_t n) {
     pool.parallel_for(n, elementwise_grain, [&](std::size_t begin, std::size_t end) {
         const auto len = static_cast<Eigen::Index>(end - begin);
         ArrayMap(out + begin, len) = ConstArrayMap(a + begin, len) + ConstArrayMap(b + begin, len);
@@ -18,7 +19,8 @@ inline constexpr std::size_t elementwise_grain = 16384;
 }
 
 // GPT-2's GELU (`gelu_new`): 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))). out may be x.
-[[gnu::noinline]] inline void gelu(ThreadPool& pool, const float* x, float* out, std::size_t n) {
+template <class Deferred = void>
+[[gnu::noinline]] void gelu(ThreadPool& pool, const float* x, float* out, std::size_t n) {
     constexpr float sqrt_2_over_pi = 0.7978845608028654f;
     pool.parallel_for(n, elementwise_grain, [&](std::size_t begin, std::size_t end) {
         const auto len = static_cast<Eigen::Index>(end - begin);
@@ -28,7 +30,8 @@ inline constexpr std::size_t elementwise_grain = 16384;
 }
 
 // The gated SiLU of Llama's feed-forward: out = gate · σ(gate) · up. out may be gate or up.
-[[gnu::noinline]] inline void silu_mul(ThreadPool& pool, const float* gate, const float* up, float* out, std::size_t n) {
+template <class Deferred = void>
+[[gnu::noinline]] void silu_mul(ThreadPool& pool, const float* gate, const float* up, float* out, std::size_t n) {
     pool.parallel_for(n, elementwise_grain, [&](std::size_t begin, std::size_t end) {
         const auto len = static_cast<Eigen::Index>(end - begin);
         const ConstArrayMap g(gate + begin, len);

@@ -10,7 +10,8 @@
 namespace tessera::cpu {
 
 // y(N) = W(N,K) · x(K) + bias(N); bias may be null. y must not alias x or W.
-[[gnu::noinline]] inline void gemv(ThreadPool& pool, const float* w, const float* x, const float* bias, float* y, std::size_t n,
+template <class Deferred = void>
+[[gnu::noinline]] void gemv(ThreadPool& pool, const float* w, const float* x, const float* bias, float* y, std::size_t n,
                  std::size_t k) {
     const ConstVectorMap X(x, static_cast<Eigen::Index>(k));
     // 16 rows per chunk keeps the row-blocked inner kernel on full blocks.
@@ -56,7 +57,8 @@ bool few_rows_product(ThreadPool& pool, const float* a, const E* w, const float*
 // C(M,N) = A(M,K) · W(N,K)ᵀ + bias(N); bias may be null. C must not alias A or W.
 // With AVX-512 (checked at run time), a packed micro-kernel (matrix_products_avx512.hpp) for
 // M >= 8; otherwise, and for fewer rows (where packing W would cost more than it saves), Eigen.
-[[gnu::noinline]] inline void gemm(ThreadPool& pool, const float* a, const float* w, const float* bias, float* c, std::size_t m,
+template <class Deferred = void>
+[[gnu::noinline]] void gemm(ThreadPool& pool, const float* a, const float* w, const float* bias, float* c, std::size_t m,
                  std::size_t n, std::size_t k) {
     if (m == 1) return gemv(pool, w, a, bias, c, n, k);  // one row: the decode step's product
     if (few_rows_product(pool, a, w, bias, c, m, n, k)) return;

@@ -11,7 +11,8 @@ namespace tessera::cpu {
 // (as torch.nn.LayerNorm). The variance comes from squared deviations (not E[x²] - E[x]², which
 // cancels away when the mean is large), and the mean gets one correction pass: the rounding
 // error of a float sum of large values would otherwise shift every output. out may be x.
-[[gnu::noinline]] inline void layer_norm(ThreadPool& pool, const float* x, const float* gamma, const float* beta, float eps, float* out,
+template <class Deferred = void>
+[[gnu::noinline]] void layer_norm(ThreadPool& pool, const float* x, const float* gamma, const float* beta, float eps, float* out,
                        std::size_t rows, std::size_t cols) {
     const auto c = static_cast<Eigen::Index>(cols);
     const ConstArrayMap g(gamma, c);
@@ -29,7 +30,8 @@ namespace tessera::cpu {
 }
 
 // Each row of x(rows, cols): x / √(mean(x²) + eps) · gamma (RMSNorm, as Llama's). out may be x.
-[[gnu::noinline]] inline void rms_norm(ThreadPool& pool, const float* x, const float* gamma, float eps, float* out, std::size_t rows,
+template <class Deferred = void>
+[[gnu::noinline]] void rms_norm(ThreadPool& pool, const float* x, const float* gamma, float eps, float* out, std::size_t rows,
                                        std::size_t cols) {
     const auto c = static_cast<Eigen::Index>(cols);
     const ConstArrayMap g(gamma, c);

@@ -243,12 +243,18 @@ BENCHMARK(BM_GemmFewRowsCold)
     ->Args({16, 768, 3072, 0})
     ->Args({16, 768, 3072, 1})
     ->UseManualTime();
-// SmolLM2-135M's heads (9 query, 3 key/value, 64 wide) 4,096 positions deep, in each cache format.
+// SmolLM2-135M's heads (9 query, 3 key/value, 64 wide) 4,096 positions deep, in each cache format;
+// and 256 deep, and Qwen2.5-0.5B's (14 query, 2 key/value) and Llama-3.2-1B's (32, 8) in f32.
 BENCHMARK(BM_DecodeAttention)
     ->ArgNames({"keys", "heads", "kv_heads", "dim", "kv"})
     ->Args({4096, 9, 3, 64, 0})
     ->Args({4096, 9, 3, 64, 1})
     ->Args({4096, 9, 3, 64, 2})
+    ->Args({256, 9, 3, 64, 0})
+    ->Args({256, 14, 2, 64, 0})
+    ->Args({4096, 14, 2, 64, 0})
+    ->Args({256, 32, 8, 64, 0})
+    ->Args({4096, 32, 8, 64, 0})
     ->UseManualTime();
 BENCHMARK(BM_LayerNorm)->ArgNames({"tokens", "C"})->Args({1, 768})->Args({512, 768})->UseManualTime();
 

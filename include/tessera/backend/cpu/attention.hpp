@@ -164,13 +164,14 @@ void attend_group(const float* q, const KV* k, const KV* v, float* out, std::siz
 }
 
 // The per-query path's tasks: each query's heads in groups that share a key/value head, a group
-// split in `parts` (at most its size) only where there are fewer groups than threads, so that every
-// thread has work: a part reads its key/value head whole, so fewer parts read less.
+// split in `parts` (at most its size) only where there would be fewer than two tasks per thread:
+// a part reads its key/value head whole, so fewer parts read less, but a thread with one task
+// cannot take over another's (measured: bench_kernels BM_DecodeAttention, bench/RESULTS.md).
 struct HeadParts {
     std::size_t heads, kv_heads, parts;
     HeadParts(std::size_t heads, std::size_t kv_heads, std::size_t queries, std::size_t threads) noexcept
         : heads(heads), kv_heads(kv_heads),
-          parts(std::max<std::size_t>(1, std::min(heads / kv_heads, (threads + queries * kv_heads - 1) / std::max<std::size_t>(1, queries * kv_heads)))) {}
+          parts(std::max<std::size_t>(1, std::min(heads / kv_heads, (2 * threads + queries * kv_heads - 1) / std::max<std::size_t>(1, queries * kv_heads)))) {}
     std::size_t per_query() const noexcept { return kv_heads * parts; }
     // Task t's query (t / per_query()) and its heads [first, first + count).
     template <class F>

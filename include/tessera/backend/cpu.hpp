@@ -65,7 +65,7 @@ public:
     // templates for another reason take `Deferred` (always void), as their cpu:: kernels do: a
     // template's body is compiled only in a program that calls it, so one that includes the
     // backend and never runs it (a program that opens models through open_model_on) does not
-    // compile Eigen's expressions and the kernels (75 MB of compiler memory; bench/RESULTS.md).
+    // compile Eigen's expressions and the kernels (about 80 MB of compiler memory; bench/RESULTS.md).
     template <class Deferred = void>
     void gemm(MatrixView<const float, Cpu> a, MatrixView<const float, Cpu> w, VectorView<const float, Cpu> bias,
               MatrixView<float, Cpu> c) {
@@ -170,7 +170,8 @@ public:
     void causal_attention(Tensor3View<const float, Cpu> q, Tensor3View<const KV, Cpu> k, Tensor3View<const KV, Cpu> v,
                           Tensor3View<float, Cpu> out) {
         const std::size_t tk = k.extent(0);
-        reserve_attention(q.extent(0), tk, q.extent(2), !std::is_same_v<KV, float>, q.extent(1) / k.extent(1));  // a no-op when the caller reserved
+        // a no-op when the caller reserved
+        reserve_attention(q.extent(0), tk, q.extent(2), !std::is_same_v<KV, float>, q.extent(1) / k.extent(1));
         cpu::causal_attention(*pool_, scratch_, q.data(), k.data(), v.data(), out.data(), q.extent(0), tk, q.extent(1),
                               k.extent(1), q.extent(2));
     }
@@ -189,8 +190,8 @@ public:
             most_k = std::max(most_k, e.k.extent(0));
         }
         if (each.empty()) return;
-        reserve_attention(most_q, most_k, each[0].q.extent(2), !std::is_same_v<KV, float>,  // a no-op when the caller reserved
-                          each[0].q.extent(1) / each[0].k.extent(1));
+        // a no-op when the caller reserved
+        reserve_attention(most_q, most_k, each[0].q.extent(2), !std::is_same_v<KV, float>, each[0].q.extent(1) / each[0].k.extent(1));
         cpu::causal_attention_each(*pool_, scratch_, std::span<const cpu::AttentionSequence<KV>>(list), each[0].q.extent(1),
                                    each[0].k.extent(1), each[0].q.extent(2));
     }

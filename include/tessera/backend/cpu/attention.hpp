@@ -114,13 +114,14 @@ void prefetch_head_rows(const KV* t, std::size_t first, std::size_t n, std::size
 inline std::size_t kv_head_of(std::size_t h, std::size_t heads, std::size_t kv_heads) noexcept { return h / (heads / kv_heads); }
 
 // Query i (at position tk - tq + i) of query heads [first, first + count), which share key/value
-// head g, over keys 0..its position: the per-query path. Each head's
-// scores and output are matrix-vector products over chunks of the visible keys and values
+// head g, over keys 0..its position: the per-query path. Each head's scores and output are
+// matrix-vector products over chunks of the visible keys and values
 // (Eigen's gemv keeps several rows in flight; a dot product per key spent its time on each key's
 // horizontal sum). The group's heads take each chunk in turn while it is in the L1 cache, so a
 // grouped-query model reads its cache once per key/value head, not once per query head, and a
 // head's bits are those of multi-head attention over repeated keys and values. `scores` holds
-// count * aligned_floats(tk) floats, `widen` attention_key_chunk * dim (bf16 and Q8_0 keys and values widened).
+// count * aligned_floats(tk) floats, `widen` attention_key_chunk * dim (bf16 and Q8_0 keys and
+// values widened).
 template <class KV>
 void attend_group(const float* q, const KV* k, const KV* v, float* out, std::size_t tq, std::size_t tk, std::size_t heads,
                   std::size_t kv_heads, std::size_t dim, std::size_t i, std::size_t first, std::size_t count, float* scores,
@@ -168,15 +169,19 @@ void attend_group(const float* q, const KV* k, const KV* v, float* out, std::siz
 // a part reads its key/value head whole, so fewer parts read less, but a thread with one task
 // cannot take over another's (measured: bench_kernels BM_DecodeAttention, bench/RESULTS.md).
 struct HeadParts {
-    std::size_t heads, kv_heads, parts;
+    std::size_t group, kv_heads, parts;
     HeadParts(std::size_t heads, std::size_t kv_heads, std::size_t queries, std::size_t threads) noexcept
-        : heads(heads), kv_heads(kv_heads),
-          parts(std::max<std::size_t>(1, std::min(heads / kv_heads, (2 * threads + queries * kv_heads - 1) / std::max<std::size_t>(1, queries * kv_heads)))) {}
+        : group(heads / kv_heads), kv_heads(kv_heads), parts(parts_for(group, queries * kv_heads, threads)) {}
+    // Parts per group: enough for two tasks per thread over `groups` groups, at most `group`.
+    static std::size_t parts_for(std::size_t group, std::size_t groups, std::size_t threads) noexcept {
+        groups = std::max<std::size_t>(1, groups);
+        return std::max<std::size_t>(1, std::min(group, (2 * threads + groups - 1) / groups));
+    }
     std::size_t per_query() const noexcept { return kv_heads * parts; }
     // Task t's query (t / per_query()) and its heads [first, first + count).
     template <class F>
     void run(std::size_t t, F&& f) const {
-        const std::size_t group = heads / kv_heads, g = t % per_query() / parts, part = t % parts;
+        const std::size_t g = t % per_query() / parts, part = t % parts;
         const std::size_t first = g * group + part * group / parts, end = g * group + (part + 1) * group / parts;
         f(t / per_query(), first, end - first);
     }

@@ -14,6 +14,7 @@ packages=(
   libbenchmark-dev        # microbenchmarks (Google Benchmark)
   python3-numpy           # tools/gpt2_reference.py: the float64 GPT-2 reference and test checkpoints
   python3-regex           # tools/gpt2_encoder.py: the reference tokenizer (fixture regeneration)
+  python3-jinja2          # tools/make_chat_template_vectors.py: Jinja2 itself renders the chat template vectors
   python3-sentencepiece   # tools/make_sentencepiece_fixture.py, and a fixture's tokenizer (make_llama_fixtures.sh)
   unicode-data            # tools/gen_unicode_tables.py (table regeneration)
   clang libclang-rt-14-dev  # scripts/fuzz.sh: libFuzzer harnesses with ASan + UBSan

@@ -1,0 +1,174 @@
+// Chat templates (include/tessera/chat): rendered byte for byte as Jinja2 renders them under
+// transformers' settings, over the templates in tests/data/chat/templates (written in the
+// styles of the major families) and generated conversations; tools/make_chat_template_vectors.py
+// writes what Jinja2 rendered, or the error it raised, to tests/data/chat/vectors.json.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <tessera/chat/chat_template.hpp>
+
+using tessera::chat::ChatOptions;
+using tessera::chat::ChatTemplate;
+using tessera::chat::jinja::Object;
+using tessera::chat::jinja::TemplateError;
+using tessera::chat::jinja::Value;
+
+namespace {
+
+std::string read_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    REQUIRE(in);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+const tessera::io::JsonValue& vectors() {
+    static const tessera::io::JsonValue v =
+        tessera::io::parse_json(read_file(TESSERA_TEST_DATA_DIR "/chat/vectors.json"), "vectors.json");
+    return v;
+}
+
+// The moment the vectors' strftime_now formats: 2026-12-03 14:05:09, a Thursday.
+std::tm vectors_now() {
+    std::tm tm{};
+    tm.tm_year = 2026 - 1900;
+    tm.tm_mon = 11;
+    tm.tm_mday = 3;
+    tm.tm_hour = 14;
+    tm.tm_min = 5;
+    tm.tm_sec = 9;
+    tm.tm_wday = 4;
+    tm.tm_yday = 336;
+    return tm;
+}
+
+// Every case of one template: the same text as Jinja2, or an error where Jinja2 raised one
+// (with raise_exception's message where that was the error).
+void check_template(const std::string& name) {
+    const ChatTemplate chat(read_file(TESSERA_TEST_DATA_DIR "/chat/templates/" + name + ".jinja"), "", "");
+    int cases = 0;
+    for (const auto& c : vectors().find("cases")->elements()) {
+        if (c.find("template")->as_string() != name) continue;
+        ++cases;
+        INFO("template " << name << ", conversation " << c.find("conversation")->as_string());
+        Object variables;
+        for (const auto& m : c.find("variables")->members()) variables.set(m.key, Value::from_json(m.value));
+        if (const auto* expected = c.find("expected")) {
+            CHECK(chat.render(variables, vectors_now()) == expected->as_string());
+        } else {
+            const std::string error = c.find("error")->as_string();
+            if (error.empty()) {
+                CHECK_THROWS_AS(chat.render(variables, vectors_now()), TemplateError);
+            } else {
+                CHECK_THROWS_WITH(chat.render(variables, vectors_now()), error);
+            }
+        }
+    }
+    REQUIRE(cases >= 14);
+}
+
+std::string render(const std::string& source, Object variables = {}) {
+    return ChatTemplate(source, "<s>", "</s>").render(std::move(variables));
+}
+
+}  // namespace
+
+TEST_CASE("Chat templates as Jinja2 renders them: ChatML (SmolLM2)", "[chat]") { check_template("chatml"); }
+TEST_CASE("Chat templates as Jinja2 renders them: Qwen2.5 with tools", "[chat]") { check_template("qwen2_5"); }
+TEST_CASE("Chat templates as Jinja2 renders them: Qwen3 with thinking", "[chat]") { check_template("qwen3"); }
+TEST_CASE("Chat templates as Jinja2 renders them: Llama 3.1 with tools and dates", "[chat]") { check_template("llama3_1"); }
+TEST_CASE("Chat templates as Jinja2 renders them: Mistral [INST]", "[chat]") { check_template("mistral_inst"); }
+TEST_CASE("Chat templates as Jinja2 renders them: Gemma", "[chat]") { check_template("gemma"); }
+TEST_CASE("Chat templates as Jinja2 renders them: Phi-3", "[chat]") { check_template("phi3"); }
+TEST_CASE("Chat templates as Jinja2 renders them: DeepSeek-R1", "[chat]") { check_template("deepseek_r1"); }
+TEST_CASE("Chat templates as Jinja2 renders them: Zephyr", "[chat]") { check_template("zephyr"); }
+TEST_CASE("Chat templates as Jinja2 renders them: filters, tests, loops, macros, whitespace", "[chat]") {
+    check_template("features");
+}
+
+TEST_CASE("Chat templates: apply() gives the template messages, tools and the generation prompt", "[chat]") {
+    const ChatTemplate chat(read_file(TESSERA_TEST_DATA_DIR "/chat/templates/qwen2_5.jinja"), "", "<|im_end|>");
+    for (const auto& c : vectors().find("cases")->elements()) {
+        if (c.find("template")->as_string() != "qwen2_5" || c.find("conversation")->as_string() != "tool_use") continue;
+        const auto& v = *c.find("variables");
+        ChatOptions options;
+        options.add_generation_prompt = v.find("add_generation_prompt")->as_bool();
+        options.tools = v.find("tools");
+        CHECK(chat.apply(*v.find("messages"), options) == c.find("expected")->as_string());
+    }
+    const auto bad = [&](const std::string& json) { return chat.apply(tessera::io::parse_json(json, "messages")); };
+    CHECK_THROWS_WITH(bad(R"({"role": "user"})"), Catch::Contains("messages must be an array"));
+    CHECK_THROWS_WITH(bad(R"([{"role": "user", "content": "a"}, {"content": "b"}])"),
+                      Catch::Contains("messages[1] must be an object with a string \"role\""));
+    CHECK_THROWS_WITH(bad(R"([{"role": 3}])"), Catch::Contains("messages[0]"));
+}
+
+TEST_CASE("Chat templates: Python's printing of numbers, as str() and json.dumps() write them", "[chat]") {
+    using tessera::chat::jinja::python_float;
+    CHECK(python_float(0.1) == "0.1");
+    CHECK(python_float(1.0) == "1.0");
+    CHECK(python_float(-0.0) == "-0.0");
+    CHECK(python_float(100.0) == "100.0");
+    CHECK(python_float(1e15) == "1000000000000000.0");
+    CHECK(python_float(1e16) == "1e+16");
+    CHECK(python_float(1.2345678901234568e17) == "1.2345678901234568e+17");
+    CHECK(python_float(1e-4) == "0.0001");
+    CHECK(python_float(1e-5) == "1e-05");
+    CHECK(python_float(5e-324) == "5e-324");
+    CHECK(python_float(0.30000000000000004) == "0.30000000000000004");
+    CHECK(python_float(2.5e-300) == "2.5e-300");
+    CHECK(render("{{ [1, 2.0, 'a\\'b', \"c\\\"d\", none] }}|{{ {'k': (1,)} }}") == "[1, 2.0, \"a'b\", 'c\"d', None]|{'k': (1,)}");
+    CHECK(render("{{ x|tojson }}", [] {
+              Object o;
+              o.set("x", Value::from_json(tessera::io::parse_json(R"({"a": [1, 1.5, -0.0, 1e300, "\u0001\u00e9"]})", "x")));
+              return o;
+          }()) == "{\"a\": [1, 1.5, -0.0, 1e+300, \"\\u0001\xc3\xa9\"]}");
+}
+
+TEST_CASE("Chat templates: what the engine cannot run is refused by name, with its line", "[chat]") {
+    const auto refused = [](const std::string& source, const std::string& message) {
+        INFO(source);
+        CHECK_THROWS_WITH(render(source), Catch::Contains(message));
+    };
+    refused("{% include 'other.jinja' %}", "the statement 'include' is not supported");
+    refused("a\n{% extends 'base' %}", "template line 2: the statement 'extends' is not supported");
+    refused("{% call m() %}x{% endcall %}", "the statement 'call' is not supported");
+    refused("{% filter upper %}x{% endfilter %}", "the statement 'filter' is not supported");
+    refused("{% raw %}x{% endraw %}", "the statement 'raw' is not supported");
+    refused("{{ 'x'|no_such_filter }}", "no filter named 'no_such_filter'");
+    refused("{{ 1 is no_such_test }}", "no test named 'no_such_test'");
+    refused("{% for x in [1] recursive %}{% endfor %}", "recursive for loops are not supported");
+    refused("{{ '%s'|format(1) }}", "no filter named 'format'");
+    refused("{{ '%s' % 1 }}", "printf-style string formatting");
+    refused("{{ x|tojson(ensure_ascii=true) }}", "tojson: the argument ensure_ascii is not supported");
+    refused("{% set a, b = 1, 2 %}", "assigning to several names at once is not supported");
+}
+
+TEST_CASE("Chat templates: bad templates and bad runs are errors that name the problem", "[chat]") {
+    const auto fails = [](const std::string& source, const std::string& message) {
+        INFO(source);
+        CHECK_THROWS_WITH(render(source), Catch::Contains(message));
+    };
+    fails("{{ x ", "a tag is not closed with }}");
+    fails("{% if x %}", "the template ended where elif or else or endif was expected");
+    fails("{# never closed", "a comment is not closed");
+    fails("{{ 'abc }}", "a string is not closed");
+    fails("{{ a ? b }}", "unexpected character '?'");
+    fails("{{ nothing.attribute }}", "'nothing' is undefined");
+    fails("{{ [1].append(2) }}", "access to attribute 'append' of 'list' object is unsafe");
+    fails("{{ {}.update({}) }}", "access to attribute 'update' of 'dict' object is unsafe");
+    fails("{% set d = {} %}{% set d.x = 1 %}", "cannot assign attribute on non-namespace object 'd'");
+    fails("{{ 1 / 0 }}", "division by zero");
+    fails("{{ 'a' + 1 }}", "unsupported operand type(s) for +: 'str' and 'int'");
+    fails("{{ 1 < 'a' }}", "'<' not supported between instances of 'int' and 'str'");
+    fails("{% macro m() %}{{ m() }}{% endmacro %}{{ m() }}", "macro 'm' called more than 64 deep");
+    fails("{% for i in range(10000000) %}{% endfor %}", "range() of 10000000 elements");
+    fails("{{ raise_exception('Roles must alternate') }}", "Roles must alternate");
+    fails("{{ 99999999999999999999 }}", "integer 99999999999999999999 is too large");
+    // Jinja2's whitespace rules around an unknown construct still report the right line.
+    fails("line 1\n\n{%- if true %}\n{{ x.y.z }}{% endif %}", "template line 4: 'x' is undefined");
+}

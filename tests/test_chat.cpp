@@ -4,11 +4,15 @@
 // writes what Jinja2 rendered, or the error it raised, to tests/data/chat/vectors.json.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <unistd.h>
 
 #include <tessera/chat/chat_template.hpp>
+#include <tessera/io/gguf_writer.hpp>
+#include <tessera/models/open_chat_template.hpp>
 
 using tessera::chat::ChatOptions;
 using tessera::chat::ChatTemplate;
@@ -171,4 +175,68 @@ TEST_CASE("Chat templates: bad templates and bad runs are errors that name the p
     fails("{{ 99999999999999999999 }}", "integer 99999999999999999999 is too large");
     // Jinja2's whitespace rules around an unknown construct still report the right line.
     fails("line 1\n\n{%- if true %}\n{{ x.y.z }}{% endif %}", "template line 4: 'x' is undefined");
+}
+
+namespace {
+
+// A fresh directory for one test, removed at its end.
+struct ScratchDir {
+    std::filesystem::path path =
+        std::filesystem::temp_directory_path() / ("tessera_chat_" + std::to_string(::getpid()));
+    ScratchDir() {
+        std::filesystem::remove_all(path);
+        std::filesystem::create_directories(path);
+    }
+    ~ScratchDir() { std::filesystem::remove_all(path); }
+    void write(const std::string& name, const std::string& text) const { std::ofstream(path / name, std::ios::binary) << text; }
+};
+
+}  // namespace
+
+TEST_CASE("Chat templates are found where models keep them: GGUF metadata, chat_template.jinja, tokenizer_config.json", "[chat]") {
+    const ScratchDir dir;
+    const std::string source = "{{ bos_token }}{% for m in messages %}{{ m.content }}{% endfor %}{{ eos_token }}";
+    const auto messages = tessera::io::parse_json(R"([{"role": "user", "content": "hi"}])", "messages");
+
+    tessera::io::GgufWriter w;
+    w.add_strings("tokenizer.ggml.tokens", {"<unk>", "<s>", "</s>", "a"});
+    w.add_u32("tokenizer.ggml.bos_token_id", 1);
+    w.add_u32("tokenizer.ggml.eos_token_id", 2);
+    w.add_string("tokenizer.chat_template", source);
+    w.write(dir.path / "model.gguf");
+    const auto from_gguf = tessera::open_chat_template(dir.path / "model.gguf");
+    REQUIRE(from_gguf);
+    CHECK(from_gguf->source() == source);
+    CHECK(from_gguf->apply(messages) == "<s>hi</s>");
+
+    tessera::io::GgufWriter bad;
+    bad.add_strings("tokenizer.ggml.tokens", {"<unk>"});
+    bad.add_u32("tokenizer.ggml.eos_token_id", 7);
+    bad.add_string("tokenizer.chat_template", source);
+    bad.write(dir.path / "bad.gguf");
+    CHECK_THROWS_WITH(tessera::open_chat_template(dir.path / "bad.gguf"),
+                      Catch::Contains("tokenizer.ggml.eos_token_id 7 is outside the vocabulary (1 tokens)"));
+
+    tessera::io::GgufWriter none;
+    none.add_strings("tokenizer.ggml.tokens", {"a"});
+    none.write(dir.path / "none.gguf");
+    CHECK_FALSE(tessera::open_chat_template(dir.path / "none.gguf"));
+
+    // A directory: tokenizer_config.json's string, its list's "default", chat_template.jinja first.
+    const std::filesystem::path hf = dir.path / "hf";
+    std::filesystem::create_directories(hf);
+    CHECK_FALSE(tessera::open_chat_template(hf));
+    std::ofstream(hf / "tokenizer_config.json") << R"({"bos_token": {"content": "<B>"}, "eos_token": "<E>", "chat_template": "{{ bos_token }}x{{ eos_token }}"})";
+    CHECK(tessera::open_chat_template(hf)->apply(messages) == "<B>x<E>");
+    std::ofstream(hf / "tokenizer_config.json") << R"({"eos_token": null, "chat_template": [{"name": "tool_use", "template": "t"}, {"name": "default", "template": "d{{ eos_token }}"}]})";
+    CHECK(tessera::open_chat_template(hf)->apply(messages) == "d");
+    std::ofstream(hf / "chat_template.jinja") << "from the file";
+    CHECK(tessera::open_chat_template(hf)->apply(messages) == "from the file");
+    std::filesystem::remove(hf / "chat_template.jinja");
+    std::ofstream(hf / "tokenizer_config.json") << R"({"chat_template": [{"name": "tool_use", "template": "t"}]})";
+    CHECK_THROWS_WITH(tessera::open_chat_template(hf), Catch::Contains("chat_template lists no template named \"default\""));
+    std::ofstream(hf / "tokenizer_config.json") << R"({"chat_template": 3})";
+    CHECK_THROWS_WITH(tessera::open_chat_template(hf), Catch::Contains("chat_template must be a string or a list"));
+    std::ofstream(hf / "tokenizer_config.json") << R"({"chat_template": "{% if %}"})";
+    CHECK_THROWS_AS(tessera::open_chat_template(hf), TemplateError);
 }

@@ -326,6 +326,32 @@ TEST_CASE("Llama family: quantize writes the converter's tensors", "[llama][quan
     fs::remove(out);
 }
 
+TEST_CASE("Llama family: quantize carries a directory's chat template into the GGUF file, and a GGUF file's on", "[llama][quantize][chat]") {
+    namespace fs = std::filesystem;
+    const fs::path dir = fs::temp_directory_path() / ("tessera_llama_chat_" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    fs::copy(std::string(TESSERA_TEST_DATA_DIR) + "/fortunes-smollm", dir, fs::copy_options::recursive);
+    const std::string source = "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}";
+    std::ofstream(dir / "chat_template.jinja") << source;
+    {
+        const LlamaFiles files(dir);
+        const auto tokenizer = open_any_tokenizer(dir);
+        write_llama_gguf(files, tokenizer.get(), *GgufFileFormat::named("q8_0"), dir / "a.gguf", "chat");
+    }
+    {
+        const LlamaFiles files(dir / "a.gguf");
+        write_llama_gguf(files, nullptr, *GgufFileFormat::named("q8_0"), dir / "b.gguf", "chat");
+    }
+    for (const char* file : {"a.gguf", "b.gguf"}) {
+        INFO(file);
+        const auto chat = open_chat_template(dir / file);
+        REQUIRE(chat);
+        CHECK(chat->source() == source);
+        CHECK(chat->eos_token() == "<|im_end|>");
+    }
+    fs::remove_all(dir);
+}
+
 // llama-quantize's mixes: each tensor's type as its llama_tensor_get_type picks it (the head Q6_K,
 // attn_v and ffn_down Q6_K in use_more_bits's layers, the rest the mix's type; Q8_0, Q5_0 and
 // Q5_1 where rows are not whole super-blocks), as the reference writer (tools/

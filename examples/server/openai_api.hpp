@@ -1,7 +1,8 @@
 #pragma once
-// OpenAI's completions API as the server speaks it: a request body checked field by field into
-// a CompletionRequest (an ApiError naming the parameter otherwise), and the JSON of responses,
-// stream chunks and errors. No HTTP here, so that all of it can be read (and tested) alone.
+// OpenAI's completions and chat completions APIs as the server speaks them: a request body
+// checked field by field into a CompletionRequest (an ApiError naming the parameter otherwise),
+// a chat's messages rendered by the model's chat template, and the JSON of responses, stream
+// chunks and errors. No HTTP here, so that all of it can be read (and tested) alone.
 #include <nlohmann/json.hpp>
 
 #include <cmath>        // std::isfinite
@@ -18,7 +19,9 @@
 #include "../command_line.hpp"  // parse_whole_number
 #include "../json_excerpt.hpp"  // dump, json_excerpt
 
+#include <tessera/chat/chat_template.hpp>           // ChatTemplate
 #include <tessera/core/error.hpp>                   // ArgumentError
+#include <tessera/io/json.hpp>                      // parse_json: the messages as the template reads them
 #include <tessera/generation/completion.hpp>        // Completion, StopReason
 #include <tessera/generation/completion_state.hpp>  // GenerationOptions
 #include <tessera/generation/stop_strings.hpp>      // StopStrings
@@ -58,6 +61,7 @@ struct CompletionRequest {
     std::vector<std::string> prompt_texts;      // each prompt as text (for echo)
     std::size_t n = 1;                          // choices per prompt
     bool stream = false, include_usage = false, echo = false;
+    bool chat = false;  // /v1/chat/completions: messages in, an assistant message out
     GenerationOptions generation;
     SamplingParams sampling;  // the seed of choice i of a prompt is seed + i
     std::string user;
@@ -117,6 +121,9 @@ inline std::vector<TokenId> token_ids(const json& v, const std::string& param, s
 
 }  // namespace detail
 
+inline void parse_shared_fields(const json& body, CompletionRequest& r, std::size_t vocab, std::size_t context,
+                                const RequestLimits& limits);
+
 // The request body of POST /v1/completions, checked against the tokenizer (token ids, logit_bias
 // keys) and the sequence context (prompt length). Unknown fields are ignored, as OpenAI's
 // compatible servers do; fields this server cannot honour are refused, never ignored.
@@ -158,10 +165,28 @@ inline CompletionRequest parse_completion_request(const json& body, const Tokeni
         throw invalid("prompt", "must be a string, an array of strings or token ids, or an array of token id arrays (not empty)");
     }
 
-    if (const json* v = field(body, "model")) (void)text(*v, "model");  // any name: one model is served
-    if (const json* v = field(body, "user")) r.user = text(*v, "user");
     r.generation.max_new_tokens = 16;  // OpenAI's default
     if (const json* v = field(body, "max_tokens")) r.generation.max_new_tokens = integer<std::size_t>(*v, "max_tokens", 0, limits.max_tokens);
+    if (const json* v = field(body, "echo")) r.echo = boolean(*v, "echo");
+    if (const json* v = field(body, "logprobs")) {
+        r.generation.logprobs = integer<std::size_t>(*v, "logprobs", 0, limits.max_logprobs);
+        if (r.echo) throw invalid("logprobs", "with echo is not supported (log-probabilities of prompt tokens)");
+    }
+    if (const json* v = field(body, "suffix")) throw invalid("suffix", "is not supported (GPT-2 only continues text), got " + cli::json_excerpt(*v));
+    parse_shared_fields(body, r, vocab, context, limits);
+    if (const json* v = field(body, "best_of"); v && integer<std::size_t>(*v, "best_of", 1, limits.max_choices) != r.n) {
+        throw invalid("best_of", "other than n is not supported");
+    }
+    return r;
+}
+
+// The fields both APIs share (model, user, n, stream, stop, sampling, seed, logit_bias), and the
+// prompts' length against the sequence context.
+inline void parse_shared_fields(const json& body, CompletionRequest& r, std::size_t vocab, std::size_t context,
+                                const RequestLimits& limits) {
+    using namespace detail;
+    if (const json* v = field(body, "model")) (void)text(*v, "model");  // any name: one model is served
+    if (const json* v = field(body, "user")) r.user = text(*v, "user");
     if (const json* v = field(body, "n")) r.n = integer<std::size_t>(*v, "n", 1, limits.max_choices);
     if (r.choices() > limits.max_choices) {
         throw invalid("n", "times the number of prompts is " + std::to_string(r.choices()) + "; this server takes at most " +
@@ -172,7 +197,6 @@ inline CompletionRequest parse_completion_request(const json& body, const Tokeni
         if (!v->is_object()) throw invalid("stream_options", "must be an object");
         if (const json* u = field(*v, "include_usage")) r.include_usage = boolean(*u, "stream_options.include_usage");
     }
-    if (const json* v = field(body, "echo")) r.echo = boolean(*v, "echo");
     if (const json* v = field(body, "stop")) {
         if (v->is_string()) {
             r.generation.stop.push_back(v->get<std::string>());
@@ -186,14 +210,6 @@ inline CompletionRequest parse_completion_request(const json& body, const Tokeni
         } catch (const ArgumentError& e) {
             throw invalid("stop", e.what());
         }
-    }
-    if (const json* v = field(body, "logprobs")) {
-        r.generation.logprobs = integer<std::size_t>(*v, "logprobs", 0, limits.max_logprobs);
-        if (r.echo) throw invalid("logprobs", "with echo is not supported (log-probabilities of prompt tokens)");
-    }
-    if (const json* v = field(body, "suffix")) throw invalid("suffix", "is not supported (GPT-2 only continues text), got " + cli::json_excerpt(*v));
-    if (const json* v = field(body, "best_of"); v && integer<std::size_t>(*v, "best_of", 1, limits.max_choices) != r.n) {
-        throw invalid("best_of", "other than n is not supported");
     }
 
     SamplingParams& s = r.sampling;
@@ -228,6 +244,98 @@ inline CompletionRequest parse_completion_request(const json& body, const Tokeni
                               " (one must be left for the answer)");
         }
     }
+}
+
+// A JSON value as the chat template reads it (the template engine takes the library's JSON).
+inline io::JsonValue template_json(const json& v, const char* where) { return io::parse_json(dump(v), where); }
+
+// The messages of a chat request as the template gets them: each an object with a string
+// "role"; a "content" that is a string, null, or a list of text parts (joined into one string,
+// as most templates expect a string); the other fields (tool_calls, name, ...) as sent.
+inline json chat_messages(const json& body) {
+    using namespace detail;
+    const json* messages = field(body, "messages");
+    if (!messages || !messages->is_array() || messages->empty()) throw invalid("messages", "must be a non-empty array of messages");
+    json out = json::array();
+    for (std::size_t i = 0; i < messages->size(); ++i) {
+        const json& m = (*messages)[i];
+        const std::string param = "messages[" + std::to_string(i) + "]";
+        if (!m.is_object()) throw invalid(param, "must be an object, got " + cli::json_excerpt(m));
+        const json* role = field(m, "role");
+        if (!role || !role->is_string()) throw invalid(param + ".role", "must be a string");
+        json message = m;
+        if (const json* content = field(m, "content"); content && content->is_array()) {
+            std::string joined;
+            for (std::size_t k = 0; k < content->size(); ++k) {
+                const json& part = (*content)[k];
+                const std::string part_param = param + ".content[" + std::to_string(k) + "]";
+                const json* type = part.is_object() ? field(part, "type") : nullptr;
+                if (!type || !type->is_string() || type->get<std::string>() != "text")
+                    throw invalid(part_param, "must be a text part ({\"type\": \"text\", \"text\": ...}): other parts are not supported");
+                const json* t = field(part, "text");
+                if (!t || !t->is_string()) throw invalid(part_param + ".text", "must be a string");
+                joined += t->get<std::string>();
+            }
+            message["content"] = joined;
+        } else if (content && !content->is_string()) {
+            throw invalid(param + ".content", "must be a string, an array of text parts or null, got " + cli::json_excerpt(*content));
+        }
+        out.push_back(std::move(message));
+    }
+    return out;
+}
+
+// The prompt text a chat request's messages make through `chat_template` (the body's tools,
+// add_generation_prompt (default true) and chat_template_kwargs, as llama.cpp's server takes
+// them). What the template refuses (roles that do not alternate, ...) is a 400 with its words.
+inline std::string chat_prompt(const json& body, const chat::ChatTemplate& chat_template) {
+    using namespace detail;
+    if (!body.is_object()) throw ApiError(400, "the request body must be a JSON object");
+    const io::JsonValue messages = template_json(chat_messages(body), "messages");
+    chat::ChatOptions options;
+    if (const json* v = field(body, "add_generation_prompt")) options.add_generation_prompt = boolean(*v, "add_generation_prompt");
+    std::optional<io::JsonValue> tools, kwargs;
+    if (const json* v = field(body, "tools")) {
+        if (!v->is_array()) throw invalid("tools", "must be an array of tools");
+        if (!v->empty()) options.tools = &tools.emplace(template_json(*v, "tools"));
+    }
+    if (const json* v = field(body, "tool_choice"); v && !(v->is_string() && v->get<std::string>() == "auto"))
+        throw invalid("tool_choice", "other than \"auto\" is not supported");
+    if (const json* v = field(body, "chat_template_kwargs")) {
+        if (!v->is_object()) throw invalid("chat_template_kwargs", "must be an object");
+        options.variables = &kwargs.emplace(template_json(*v, "chat_template_kwargs"));
+    }
+    try {
+        return chat_template.apply(messages, options);
+    } catch (const chat::jinja::TemplateError& e) {
+        throw ApiError(400, std::string("the model's chat template refused the messages: ") + e.what(), "messages");
+    }
+}
+
+// The request body of POST /v1/chat/completions: the messages through the chat template, then
+// tokenized with the special tokens the template writes recognised (and no BOS added: templates
+// that want one write it), and the fields completions take, with chat's spellings
+// (max_completion_tokens, logprobs as a flag with top_logprobs). max_tokens defaults to what
+// the context leaves.
+inline CompletionRequest parse_chat_request(const json& body, const Tokenizer& tokenizer, const chat::ChatTemplate& chat_template,
+                                            std::size_t context, const RequestLimits& limits) {
+    using namespace detail;
+    CompletionRequest r;
+    r.chat = true;
+    r.prompt_texts.push_back(chat_prompt(body, chat_template));
+    r.prompts.push_back(tokenizer.encode(r.prompt_texts.back(), SpecialTokens::allowed));
+    r.generation.max_new_tokens = limits.max_tokens;
+    for (const char* name : {"max_tokens", "max_completion_tokens"})
+        if (const json* v = field(body, name)) r.generation.max_new_tokens = integer<std::size_t>(*v, name, 0, limits.max_tokens);
+    const json* top = field(body, "top_logprobs");
+    if (const json* v = field(body, "logprobs"); v && boolean(*v, "logprobs")) {
+        r.generation.logprobs = top ? integer<std::size_t>(*top, "top_logprobs", 0, limits.max_logprobs) : 0;
+    } else if (top) {
+        throw invalid("top_logprobs", "needs \"logprobs\": true");
+    }
+    for (const char* name : {"prompt", "echo", "suffix", "best_of"})
+        if (field(body, name)) throw invalid(name, "is a completions field; chat completions take messages");
+    parse_shared_fields(body, r, tokenizer.vocab_size(), context, limits);
     return r;
 }
 
@@ -253,6 +361,26 @@ inline json logprobs_json(const Completion& c, std::size_t from, std::size_t to,
         offset += bytes.size();
     }
     return {{"tokens", tokens}, {"token_logprobs", logprobs}, {"top_logprobs", top}, {"text_offset", offsets}};
+}
+
+// Chat's logprobs object: per token its text (invalid UTF-8 replaced), log-probability and
+// exact bytes, and as many alternatives, each the same, as asked.
+inline json chat_logprobs_json(const Completion& c, const Tokenizer& tokenizer) {
+    const auto entry = [&](TokenId id, float logprob) {
+        const std::string& b = tokenizer.token_bytes(id);
+        json bytes = json::array();
+        for (const char ch : b) bytes.push_back(static_cast<unsigned char>(ch));
+        return json{{"token", utf8::sanitize(b)}, {"logprob", logprob}, {"bytes", std::move(bytes)}};
+    };
+    json content = json::array();
+    for (const TokenLogprob& t : c.logprobs) {
+        json e = entry(t.token, t.logprob);
+        json top = json::array();
+        for (const auto& [id, lp] : t.top) top.push_back(entry(id, lp));
+        e["top_logprobs"] = std::move(top);
+        content.push_back(std::move(e));
+    }
+    return {{"content", std::move(content)}, {"refusal", nullptr}};
 }
 
 }  // namespace tessera::server

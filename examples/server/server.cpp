@@ -1,10 +1,12 @@
-// server: an OpenAI-compatible HTTP server for GPT-2 checkpoints, decoding many requests together.
+// server: an OpenAI-compatible HTTP server for any model tessera runs, decoding many requests together.
 //
 //   server --model models/gpt2 --parallel 8 --port 8080
 //   curl http://127.0.0.1:8080/v1/completions -d '{"prompt": "Hello", "max_tokens": 16, "stream": true}'
+//   curl http://127.0.0.1:8080/v1/chat/completions -d '{"messages": [{"role": "user", "content": "Hi"}]}'
 //
-// POST /v1/completions (OpenAI's fields; streamed as server-sent events), GET /v1/models,
-// GET /health, POST /tokenize, POST /detokenize. Requests are decoded together by one engine
+// POST /v1/completions and /v1/chat/completions (OpenAI's fields; streamed as server-sent
+// events; chat through the model's own template or --chat-template-file), POST /apply-template,
+// GET /v1/models, GET /health, POST /tokenize, POST /detokenize. Requests are decoded together by one engine
 // thread (engine.hpp); HTTP threads parse, wait and write. The port opens before the model is
 // loaded, so that /health can say "loading". SIGTERM or SIGINT: stop accepting, let what runs
 // finish for --shutdown-grace seconds, cancel the rest, exit 0.
@@ -22,6 +24,7 @@
 #include <filesystem>
 #include <iostream>
 #include <limits>
+#include <random>
 #include <memory>
 #include <optional>
 #include <string>
@@ -33,6 +36,8 @@
 #include "openai_api.hpp"
 
 #include <tessera/backend/cpu.hpp>
+#include <tessera/io/read_only_file.hpp>
+#include <tessera/models/open_chat_template.hpp>
 #include <tessera/models/open_model.hpp>
 #include <tessera/models/open_tokenizer.hpp>
 
@@ -46,7 +51,7 @@ using namespace tessera::server;
 using std::chrono::milliseconds;
 
 struct Settings {
-    std::string model_path = "models/gpt2", host = "127.0.0.1", api_key, alias;
+    std::string model_path = "models/gpt2", host = "127.0.0.1", api_key, alias, chat_template_file;
     int port = 8080;
     std::size_t parallel = 8, queue = 64, context = 0, max_body = 1 << 20;
     unsigned threads = tessera::Cpu::default_threads();
@@ -61,6 +66,7 @@ struct Settings {
 struct Service {
     std::unique_ptr<tessera::LanguageModel> model;
     std::unique_ptr<tessera::Tokenizer> tokenizer;  // the kind the model file holds
+    std::optional<tessera::chat::ChatTemplate> chat_template;  // the model's, or --chat-template-file
     std::unique_ptr<Engine> engine;
 };
 
@@ -89,13 +95,22 @@ bool same_key(std::string_view given, std::string_view key) {
     return diff == 0;
 }
 
-std::string completion_id() {
+std::string completion_id(bool chat) {
     static std::atomic<std::uint64_t> next{0};
     static const std::uint64_t start = static_cast<std::uint64_t>(std::time(nullptr));
     char id[48];
-    std::snprintf(id, sizeof id, "cmpl-%llx%06llx", static_cast<unsigned long long>(start),
+    std::snprintf(id, sizeof id, "%s-%llx%06llx", chat ? "chatcmpl" : "cmpl", static_cast<unsigned long long>(start),
                   static_cast<unsigned long long>(next++));
     return id;
+}
+
+// The model's chat template, or a 400 saying how to give one.
+const tessera::chat::ChatTemplate& chat_template_of(const Service& service) {
+    if (!service.chat_template) {
+        throw ApiError(400, "this model has no chat template (tokenizer.chat_template, tokenizer_config.json or chat_template.jinja): "
+                            "start the server with --chat-template-file, or use /v1/completions", "messages");
+    }
+    return *service.chat_template;
 }
 
 // Completion requests not yet answered in full (a stream until its last byte is written).
@@ -153,26 +168,37 @@ struct Exchange {
         }
         return nullptr;
     }
-    nlohmann::json chunk(nlohmann::json choices) const {
-        return {{"id", id}, {"object", "text_completion"}, {"created", created}, {"model", model}, {"choices", std::move(choices)}};
+    nlohmann::json chunk(nlohmann::json choices, bool streamed = false) const {
+        const char* object = !request.chat ? "text_completion" : streamed ? "chat.completion.chunk" : "chat.completion";
+        return {{"id", id},       {"object", object},           {"created", created},
+                {"model", model}, {"seed", *request.sampling.seed}, {"choices", std::move(choices)}};
     }
     void log(int status) const {
         const double total = std::chrono::duration<double>(Clock::now() - start).count();
         const double ttft = first_token ? 1e3 * std::chrono::duration<double>(*first_token - start).count() : 0;
-        std::fprintf(stderr, "%s: status %d, %zu choice%s, prompt %zu tokens, completion %zu tokens, first token %.0f ms, %.1f tokens/s, %.2f s%s\n",
+        std::fprintf(stderr, "%s: status %d, %zu choice%s, prompt %zu tokens, completion %zu tokens, first token %.0f ms, %.1f tokens/s, %.2f s, seed %llu%s\n",
                      id.c_str(), status, done.size(), done.size() == 1 ? "" : "s", prompt_tokens(), completion_tokens(), ttft,
-                     total > 0 ? static_cast<double>(completion_tokens()) / total : 0.0, total, request.stream ? ", streamed" : "");
+                     total > 0 ? static_cast<double>(completion_tokens()) / total : 0.0, total,
+                     static_cast<unsigned long long>(*request.sampling.seed), request.stream ? ", streamed" : "");
     }
 };
 
 int failure_status(const tessera::Completion& c) { return c.stop_reason == tessera::StopReason::error ? 500 : 503; }
 
-void complete(Service& service, const Settings& settings, const httplib::Request& req, httplib::Response& res) {
+void complete(Service& service, const Settings& settings, const httplib::Request& req, httplib::Response& res, bool chat) {
     auto x = std::make_shared<Exchange>();
-    x->id = completion_id();
+    x->id = completion_id(chat);
     x->model = settings.alias;
-    x->request = parse_completion_request(parse_body(req), *service.tokenizer, service.engine->options().context, settings.limits);
+    const std::size_t context = service.engine->options().context;
+    x->request = chat ? parse_chat_request(parse_body(req), *service.tokenizer, chat_template_of(service), context, settings.limits)
+                      : parse_completion_request(parse_body(req), *service.tokenizer, context, settings.limits);
     x->request.generation.context_shift = settings.context_shift;
+    // A request without a seed gets one, returned and logged, so that any completion can be made
+    // again; under 2^53, so that a JavaScript client reads it back exactly.
+    if (!x->request.sampling.seed) {
+        std::random_device random;
+        x->request.sampling.seed = (random() | (std::uint64_t{random()} << 32)) & ((std::uint64_t{1} << 53) - 1);
+    }
     const CompletionRequest& r = x->request;
     x->done.resize(r.choices());
     x->sent_bytes.resize(r.choices());
@@ -210,6 +236,13 @@ void complete(Service& service, const Settings& settings, const httplib::Request
         nlohmann::json choices = nlohmann::json::array();
         for (std::size_t i = 0; i < x->done.size(); ++i) {
             const tessera::Completion& c = *x->done[i];
+            if (r.chat) {
+                choices.push_back({{"index", i},
+                                   {"message", {{"role", "assistant"}, {"content", c.text}}},
+                                   {"logprobs", r.generation.logprobs ? chat_logprobs_json(c, *service.tokenizer) : nlohmann::json(nullptr)},
+                                   {"finish_reason", finish_reason(c.stop_reason)}});
+                continue;
+            }
             const std::string prefix = r.echo ? x->prompt_text(i) : std::string();
             choices.push_back({{"text", prefix + c.text},
                                {"index", i},
@@ -225,15 +258,25 @@ void complete(Service& service, const Settings& settings, const httplib::Request
     }
 
     // Streamed: one event per piece of text, the finish_reason with each choice's last event,
-    // usage if asked, then [DONE]. A failed write (the client left) cancels the choices.
+    // usage if asked, then [DONE]. A chat stream opens each choice with its role and ends it with
+    // an empty delta that carries the finish_reason. A failed write (the client left) cancels the choices.
     auto& tokenizer = *service.tokenizer;
     res.set_chunked_content_provider(
         "text/event-stream",
-        [x, &tokenizer](std::size_t, httplib::DataSink& sink) {
+        [x, &tokenizer, opened = false](std::size_t, httplib::DataSink& sink) mutable {
             const auto send = [&](const nlohmann::json& j) {
                 const std::string event = "data: " + dump(j) + "\n\n";
                 return sink.write(event.data(), event.size());
             };
+            const bool chat = x->request.chat;
+            const auto delta = [&](std::size_t choice, nlohmann::json d) {
+                return nlohmann::json{{"index", choice}, {"delta", std::move(d)}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
+            };
+            if (chat && !opened) {
+                opened = true;
+                for (std::size_t i = 0; i < x->done.size(); ++i)
+                    if (!send(x->chunk(nlohmann::json::array({delta(i, {{"role", "assistant"}, {"content", ""}})}), true))) return false;
+            }
             auto events = x->channel->wait(milliseconds(1000));
             if (events.empty()) {  // a comment keeps the connection alive and finds a client gone
                 static constexpr char ping[] = ": ping\n\n";
@@ -241,6 +284,20 @@ void complete(Service& service, const Settings& settings, const httplib::Request
             }
             const bool running = x->apply(events);
             for (const Event& e : events) {
+                if (chat) {
+                    if (!e.text.empty() && !send(x->chunk(nlohmann::json::array({delta(e.choice, {{"content", e.text}})}), true))) return false;
+                    if (!e.done) continue;
+                    const tessera::Completion& c = *x->done[e.choice];
+                    if (c.stop_reason == tessera::StopReason::error || c.stop_reason == tessera::StopReason::cancelled) {
+                        if (!send(error_body(c.error, "server_error"))) return false;
+                        continue;
+                    }
+                    nlohmann::json last = delta(e.choice, nlohmann::json::object());
+                    last["finish_reason"] = finish_reason(c.stop_reason);
+                    if (x->request.generation.logprobs) last["logprobs"] = chat_logprobs_json(c, tokenizer);
+                    if (!send(x->chunk(nlohmann::json::array({std::move(last)}), true))) return false;
+                    continue;
+                }
                 nlohmann::json choice = {{"text", e.text}, {"index", e.choice}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
                 if (e.done) {
                     const tessera::Completion& c = *x->done[e.choice];
@@ -259,7 +316,7 @@ void complete(Service& service, const Settings& settings, const httplib::Request
             }
             if (running) return true;
             if (x->request.include_usage) {
-                nlohmann::json last = x->chunk(nlohmann::json::array());
+                nlohmann::json last = x->chunk(nlohmann::json::array(), true);
                 last["usage"] = x->usage();
                 if (!send(last)) return false;
             }
@@ -298,7 +355,8 @@ int main(int argc, char** argv) {
     Settings s;
     using tessera::cli::Bound, tessera::cli::real_number, tessera::cli::whole_number;
     constexpr double max_seconds = 1e9;  // about 31 years: any longer overflows the clocks' nanoseconds
-    app.add_option("--model", s.model_path, "a GPT-2 GGUF file, or a directory with config.json, model.safetensors, vocab.json, merges.txt");
+    app.add_option("--model", s.model_path, "a GGUF file, or a Hugging Face directory (config.json, model.safetensors, the tokenizer's files)");
+    app.add_option("--chat-template-file", s.chat_template_file, "a Jinja chat template for /v1/chat/completions, instead of the model's own");
     tessera::cli::add_weights_option(app, s.weights);
     tessera::cli::add_kv_cache_option(app, s.kv_cache);
     app.add_option("--alias", s.alias, "the model's name in responses and /v1/models (default: the file or directory name)");
@@ -396,11 +454,18 @@ int main(int argc, char** argv) {
                              {"kv_cache", std::string(tessera::kv_precision_name(sv.model->kv_cache()))},
                              {"vocab_size", sv.model->vocabulary_size()},
                              {"context_length", sv.engine->options().context},
-                             {"parallel", sv.engine->options().sequences}}}}}}});
+                             {"parallel", sv.engine->options().sequences},
+                             {"chat_template", sv.chat_template.has_value()}}}}}}});
     }));
-    const auto on_completions = api([&](const httplib::Request& req, httplib::Response& res) { complete(loaded(), s, req, res); });
+    const auto on_completions = api([&](const httplib::Request& req, httplib::Response& res) { complete(loaded(), s, req, res, false); });
     http.Post("/v1/completions", on_completions);
     http.Post("/completions", on_completions);
+    const auto on_chat = api([&](const httplib::Request& req, httplib::Response& res) { complete(loaded(), s, req, res, true); });
+    http.Post("/v1/chat/completions", on_chat);
+    http.Post("/chat/completions", on_chat);
+    http.Post("/apply-template", api([&](const httplib::Request& req, httplib::Response& res) {
+        send_json(res, {{"prompt", chat_prompt(parse_body(req), chat_template_of(loaded()))}});
+    }));
     http.Post("/tokenize", api([&](const httplib::Request& req, httplib::Response& res) {
         const Service& sv = loaded();
         const nlohmann::json body = parse_body(req);
@@ -449,6 +514,15 @@ int main(int argc, char** argv) {
     int rc = 0;
     try {
         service.tokenizer = tessera::open_any_tokenizer(s.model_path);
+        service.chat_template = tessera::open_chat_template(s.model_path);
+        if (!s.chat_template_file.empty()) {  // the model's BOS / EOS text, else the tokenizer's EOS
+            const auto& own = service.chat_template;
+            const auto eos = service.tokenizer->eos_id();
+            std::string bos_text = own ? own->bos_token() : "";  // copies: emplace destroys `own` first
+            std::string eos_text = own ? own->eos_token() : eos ? service.tokenizer->token_bytes(*eos) : "";
+            service.chat_template.emplace(tessera::io::read_whole_file(s.chat_template_file, 1 << 20), std::move(bos_text),
+                                          std::move(eos_text));
+        }
         service.model = tessera::open_model_on("cpu", s.model_path, s.threads, s.weights);
         service.model->use_kv_cache(s.kv_cache);
         tessera::BatchOptions batch;

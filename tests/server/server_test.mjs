@@ -13,10 +13,13 @@ import OpenAI from 'openai';
 const SERVER = process.env.SERVER;
 const MODEL = process.env.MODEL;
 const GENERATE = process.env.GENERATE;
+// A Llama-family model whose tokenizer has ChatML's special tokens, and templates to chat with.
+const CHAT_MODEL = process.env.CHAT_MODEL;
+const TEMPLATES = process.env.CHAT_TEMPLATES;
 
 // Starts the server; resolves once /health says ok. Every test stops its server.
-async function startServer(args = []) {
-  const proc = spawn(SERVER, ['--model', MODEL, '--port', '0', '--threads', '2', ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
+async function startServer(args = [], model = MODEL) {
+  const proc = spawn(SERVER, ['--model', model, '--port', '0', '--threads', '2', ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
   let log = '';
   const port = await new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error('the server did not start: ' + log)), 20000);
@@ -46,8 +49,8 @@ async function startServer(args = []) {
   };
 }
 
-async function withServer(args, body) {
-  const server = await startServer(args);
+async function withServer(args, body, model = MODEL) {
+  const server = await startServer(args, model);
   try {
     await body(server);
   } finally {
@@ -378,4 +381,95 @@ test('SIGTERM lets a running stream finish, then the server exits 0', async () =
   assert.equal(tokens, null, 'the server no longer listens');
   assert.ok(text.length > 1000, `the stream ran to its end (${text.length} characters)`);
   assert.match(s.log(), /SIGTERM, stopping/);
+});
+
+const chatArgs = (template = 'chatml') => ['--chat-template-file', `${TEMPLATES}/${template}.jinja`];
+const messages = [
+  { role: 'system', content: 'You tell fortunes.' },
+  { role: 'user', content: 'What does my future hold?' },
+];
+
+test('chat completions: the template prompt, continued as a completion would, streamed and not', async () => {
+  await withServer(chatArgs(), async (s) => {
+    const client = s.client();
+    const applied = await post(s.base, '/apply-template', JSON.stringify({ messages }));
+    assert.equal(applied.status, 200);
+    assert.equal(applied.json.prompt, '<|im_start|>system\nYou tell fortunes.<|im_end|>\n\n<|im_start|>user\n' +
+                                      'What does my future hold?<|im_end|>\n\n<|im_start|>assistant\n\n');
+    // The prompt's special tokens are the tokenizer's ids (as allow_special tokenizes them).
+    const ids = (await post(s.base, '/tokenize', JSON.stringify({ content: applied.json.prompt, allow_special: true }))).json.tokens;
+    const plain = await client.chat.completions.create({ model: 'any', messages, max_tokens: 16, temperature: 0 });
+    assert.equal(plain.object, 'chat.completion');
+    assert.match(plain.id, /^chatcmpl-/);
+    assert.equal(plain.choices[0].message.role, 'assistant');
+    assert.equal(plain.usage.prompt_tokens, ids.length);
+    const same = await client.completions.create({ prompt: ids, max_tokens: 16, temperature: 0 });
+    assert.equal(plain.choices[0].message.content, same.choices[0].text);
+    assert.equal(plain.choices[0].finish_reason, same.choices[0].finish_reason);
+
+    const stream = await client.chat.completions.create({ messages, max_tokens: 16, temperature: 0, stream: true,
+                                                           stream_options: { include_usage: true } });
+    const chunks = [];
+    for await (const chunk of stream) chunks.push(chunk);
+    assert.equal(chunks[0].object, 'chat.completion.chunk');
+    assert.deepEqual(chunks[0].choices[0].delta, { role: 'assistant', content: '' }, 'the role comes first');
+    const text = chunks.flatMap((c) => c.choices.map((x) => x.delta.content ?? '')).join('');
+    assert.equal(text, plain.choices[0].message.content);
+    const finishing = chunks.filter((c) => c.choices.some((x) => x.finish_reason));
+    assert.equal(finishing.length, 1);
+    assert.deepEqual(finishing[0].choices[0].delta, {});
+    const last = chunks[chunks.length - 1];
+    assert.deepEqual(last.choices, [], 'usage comes in a last chunk without choices');
+    assert.equal(last.usage.completion_tokens, plain.usage.completion_tokens);
+
+    // max_completion_tokens, n, logprobs with top_logprobs (bytes for every token), and seeds returned.
+    const sampled = await client.chat.completions.create({ messages, max_completion_tokens: 6, temperature: 1, n: 2,
+                                                           logprobs: true, top_logprobs: 2 });
+    assert.equal(sampled.choices.length, 2);
+    for (const c of sampled.choices) {
+      assert.equal(c.logprobs.content.length, 6);
+      for (const t of c.logprobs.content) {
+        assert.equal(t.top_logprobs.length, 2);
+        assert.ok(Array.isArray(t.bytes) && t.bytes.length > 0);
+      }
+      assert.equal(c.logprobs.content.map((t) => Buffer.from(t.bytes).toString('utf8')).join(''), c.message.content);
+    }
+    assert.ok(Number.isInteger(sampled.seed), 'a request without a seed gets one back');
+    const again = await client.chat.completions.create({ messages, max_completion_tokens: 6, temperature: 1, n: 2, seed: sampled.seed });
+    assert.deepEqual(again.choices.map((c) => c.message.content), sampled.choices.map((c) => c.message.content),
+                     'the returned seed makes the same completion again');
+  }, CHAT_MODEL);
+});
+
+test('chat completions: errors from the messages, the template and a model without one', async () => {
+  await withServer(chatArgs('mistral_inst'), async (s) => {
+    const client = s.client();
+    const expectError = async (params, message, param = 'messages') => {
+      await assert.rejects(client.chat.completions.create({ max_tokens: 4, ...params }), (e) => {
+        assert.equal(e.status, 400);
+        assert.equal(e.param, param);
+        assert.match(e.message, message);
+        return true;
+      });
+    };
+    await expectError({ messages: [{ role: 'user', content: 'a' }, { role: 'user', content: 'b' }] },
+                      /conversation roles must alternate user\/assistant/);
+    await expectError({ messages: [] }, /non-empty array/);
+    await expectError({ messages: [{ content: 'no role' }] }, /role' must be a string/, 'messages[0].role');
+    await expectError({ messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'x' } }] }] },
+                      /must be a text part/, 'messages[0].content[0]');
+    await expectError({ messages, top_logprobs: 2 }, /needs "logprobs": true/, 'top_logprobs');
+    await expectError({ messages, prompt: 'x' }, /completions field/, 'prompt');
+    const parts = await client.chat.completions.create({ messages: [{ role: 'user', content: [{ type: 'text', text: 'Hel' }, { type: 'text', text: 'lo' }] }],
+                                                         max_tokens: 3, temperature: 0 });
+    const whole = await client.chat.completions.create({ messages: [{ role: 'user', content: 'Hello' }], max_tokens: 3, temperature: 0 });
+    assert.equal(parts.choices[0].message.content, whole.choices[0].message.content, 'text parts are joined');
+  }, CHAT_MODEL);
+  await withServer([], async (s) => {  // GPT-2 has no chat template
+    await assert.rejects(s.client().chat.completions.create({ messages, max_tokens: 4 }), (e) => {
+      assert.equal(e.status, 400);
+      assert.match(e.message, /this model has no chat template.*--chat-template-file/);
+      return true;
+    });
+  });
 });

@@ -23,8 +23,8 @@ namespace tessera {
 enum class ModelPathKind { gguf_file, directory };
 
 // The files of a Hugging Face model directory that tessera reads.
-inline constexpr std::array<const char*, 7> hf_model_files = {"config.json",    "model.safetensors",     "vocab.json",     "merges.txt",
-                                                              "tokenizer.json", "tokenizer_config.json", "tokenizer.model"};
+inline constexpr std::array<const char*, 8> hf_model_files = {"config.json",    "model.safetensors",     "vocab.json",      "merges.txt",
+                                                              "tokenizer.json", "tokenizer_config.json", "tokenizer.model", "chat_template.jinja"};
 
 // A regular file (a GGUF file) or a directory, links followed; anything else is an error naming
 // the path and what it is.

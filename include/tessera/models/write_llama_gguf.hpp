@@ -20,6 +20,7 @@
 #include <tessera/models/gguf_writing.hpp>      // ggml_type_of, add_bpe_tokenizer, add_sentencepiece_tokenizer
 #include <tessera/models/llama_checkpoints.hpp> // gguf_llama_tensor_name
 #include <tessera/models/load_llama.hpp>        // LlamaFiles
+#include <tessera/models/open_chat_template.hpp> // open_chat_template
 #include <tessera/nn/parameter.hpp>             // TensorRequest, read_rows_as
 #include <tessera/nn/rotary_positions.hpp>      // rotary_frequencies
 
@@ -118,6 +119,9 @@ inline void write_llama_gguf(const LlamaFiles& files, const Tokenizer* tokenizer
     } else {
         w.add_string("tokenizer.ggml.model", "none");  // llama.cpp then runs on ids, as tessera does
     }
+    if (!files.gguf() && !files.paths().empty())  // a directory's chat template goes into the file as llama.cpp's converter puts it
+        if (const auto chat = open_chat_template(files.paths().front().parent_path()))
+            w.add_string("tokenizer.chat_template", chat->source());
 
     // Llama 3's scaling (or a GGUF file's own factors) as the per-pair divisors of inv_freq.
     if (scaling.kind == RopeScaling::Kind::llama3 || !scaling.pair_factors.empty()) {

@@ -472,7 +472,10 @@ private:
                 f->line = line;
                 f->value = std::move(e);
                 f->name = expect_name();
-                while (skip_op(".")) f->name += "." + expect_name();
+                while (skip_op(".")) {  // (two appends: GCC 12 warns falsely of overlap on "." + name)
+                    f->name += '.';
+                    f->name += expect_name();
+                }
                 if (current().kind == Token::Kind::op && current().text == "(") f->args = parse_arguments();
                 e = std::move(f);
             } else if (skip_name("is")) {

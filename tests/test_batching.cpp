@@ -343,6 +343,64 @@ TEST_CASE("BatchGenerator: every request gets what Generator gives it alone", "[
     });
 }
 
+TEST_CASE("BatchGenerator: a prompt that begins as a finished one did runs only the rest, with the same tokens", "[batching][prompt-cache]") {
+    with_model<float>([](auto& model) {
+        using Batch = BatchGenerator<std::decay_t<decltype(model)>, DefaultSampler>;
+        const auto ps = prompts();
+        GenerationOptions options;
+        options.max_new_tokens = 12;
+        options.ignore_eos = true;
+        SamplingParams greedy;
+        greedy.temperature = 0;
+        // Runs `prompts` together in `batch`; their completions in order.
+        const auto run = [&](Batch& batch, const std::vector<std::vector<TokenId>>& prompts, const GenerationOptions& o) {
+            std::vector<Completion> done(prompts.size());
+            for (std::size_t i = 0; i < prompts.size(); ++i)
+                batch.add(prompts[i], o, make_sampler(greedy), nullptr, [&done, i](Completion&& c) { done[i] = std::move(c); });
+            batch.run();
+            return done;
+        };
+        const auto join = [](std::vector<TokenId> a, const std::vector<TokenId>& b) {
+            a.insert(a.end(), b.begin(), b.end());
+            return a;
+        };
+        Batch reusing(model, tokenizer(), {2, 0, 64});
+        BatchOptions plain_options{2, 0, 64};
+        plain_options.reuse_prompts = false;
+        Batch plain(model, tokenizer(), plain_options);
+        // Two conversations at once; each next turn is its history, the reply, and new text.
+        std::vector<std::vector<TokenId>> turn = {ps[2], ps[5]};
+        const std::vector<TokenId>* added[] = {&ps[10], &ps[15]};  // what each next turn adds after the reply
+        for (int t = 0; t < 3; ++t) {
+            INFO("turn " << t);
+            const auto got = run(reusing, turn, options);
+            const auto want = run(plain, turn, options);
+            for (std::size_t i = 0; i < turn.size(); ++i) {
+                INFO("conversation " << i << ", prompt of " << turn[i].size() << " tokens");
+                CHECK(got[i].tokens == want[i].tokens);
+                CHECK(got[i].prompt_tokens == turn[i].size());
+                CHECK(want[i].cached_prompt_tokens == 0);
+                // Its slot held the last turn's prompt and all its reply but the last token (never run).
+                if (t == 0) CHECK(got[i].cached_prompt_tokens == 0);
+                else CHECK(got[i].cached_prompt_tokens == turn[i].size() - added[t - 1]->size() - 1);
+            }
+            if (t < 2)
+                for (std::size_t i = 0; i < turn.size(); ++i) turn[i] = join(join(turn[i], got[i].tokens), *added[t]);
+        }
+        // The same prompt again: all but its last token come from the cache, the reply is the same.
+        const auto first = run(reusing, {ps[9]}, options);
+        const auto again = run(reusing, {ps[9]}, options);
+        CHECK(again[0].cached_prompt_tokens == ps[9].size() - 1);
+        CHECK(again[0].tokens == first[0].tokens);
+        // Unless the request says no.
+        GenerationOptions fresh = options;
+        fresh.reuse_cached_prompt = false;
+        const auto refused = run(reusing, {ps[9]}, fresh);
+        CHECK(refused[0].cached_prompt_tokens == 0);
+        CHECK(refused[0].tokens == first[0].tokens);
+    });
+}
+
 // BatchGenerator chooses its requests' tokens through run_host_tasks (the CPU model's pool):
 // every task runs exactly once, through GPT2 and through the LanguageModel interface alike,
 // and the test above has what Generator gives with tokens chosen so.

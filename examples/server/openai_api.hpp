@@ -193,6 +193,7 @@ inline void parse_shared_fields(const json& body, CompletionRequest& r, std::siz
                                std::to_string(limits.max_choices) + " choices per request");
     }
     if (const json* v = field(body, "stream")) r.stream = boolean(*v, "stream");
+    if (const json* v = field(body, "cache_prompt")) r.generation.reuse_cached_prompt = boolean(*v, "cache_prompt");
     if (const json* v = field(body, "stream_options")) {
         if (!v->is_object()) throw invalid("stream_options", "must be an object");
         if (const json* u = field(*v, "include_usage")) r.include_usage = boolean(*u, "stream_options.include_usage");

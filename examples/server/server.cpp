@@ -56,7 +56,7 @@ struct Settings {
     std::size_t parallel = 8, queue = 64, context = 0, max_body = 1 << 20;
     unsigned threads = tessera::Cpu::default_threads();
     double timeout = 600, read_timeout = 30, shutdown_grace = 10;
-    bool context_shift = false;
+    bool context_shift = false, no_prompt_cache = false;
     std::optional<tessera::WeightFormatId> weights;
     tessera::KvPrecision kv_cache = tessera::KvPrecision::f32;
     RequestLimits limits;
@@ -151,6 +151,13 @@ struct Exchange {
         for (const auto& p : request.prompts) n += p.size();
         return n;
     }
+    // Prompt tokens found in a sequence's cache, counted as prompt_tokens counts: once per
+    // prompt (its first choice's).
+    std::size_t cached_tokens() const {
+        std::size_t n = 0;
+        for (std::size_t i = 0; i < done.size(); i += request.n) n += done[i] ? done[i]->cached_prompt_tokens : 0;
+        return n;
+    }
     std::size_t completion_tokens() const {
         std::size_t n = 0;
         for (const auto& c : done) n += c ? c->tokens.size() : 0;
@@ -159,7 +166,8 @@ struct Exchange {
     nlohmann::json usage() const {
         return {{"prompt_tokens", prompt_tokens()},
                 {"completion_tokens", completion_tokens()},
-                {"total_tokens", prompt_tokens() + completion_tokens()}};
+                {"total_tokens", prompt_tokens() + completion_tokens()},
+                {"prompt_tokens_details", {{"cached_tokens", cached_tokens()}}}};
     }
     // The first choice that did not end well, if any.
     const tessera::Completion* failure() const {
@@ -176,8 +184,8 @@ struct Exchange {
     void log(int status) const {
         const double total = std::chrono::duration<double>(Clock::now() - start).count();
         const double ttft = first_token ? 1e3 * std::chrono::duration<double>(*first_token - start).count() : 0;
-        std::fprintf(stderr, "%s: status %d, %zu choice%s, prompt %zu tokens, completion %zu tokens, first token %.0f ms, %.1f tokens/s, %.2f s, seed %llu%s\n",
-                     id.c_str(), status, done.size(), done.size() == 1 ? "" : "s", prompt_tokens(), completion_tokens(), ttft,
+        std::fprintf(stderr, "%s: status %d, %zu choice%s, prompt %zu tokens (%zu cached), completion %zu tokens, first token %.0f ms, %.1f tokens/s, %.2f s, seed %llu%s\n",
+                     id.c_str(), status, done.size(), done.size() == 1 ? "" : "s", prompt_tokens(), cached_tokens(), completion_tokens(), ttft,
                      total > 0 ? static_cast<double>(completion_tokens()) / total : 0.0, total,
                      static_cast<unsigned long long>(*request.sampling.seed), request.stream ? ", streamed" : "");
     }
@@ -366,6 +374,8 @@ int main(int argc, char** argv) {
     app.add_option("--queue", s.queue, "requests' choices that may wait for a sequence beyond those (more: 503)")
         ->check(whole_number<std::size_t>(0, 100000));
     app.add_option("--ctx", s.context, "positions per sequence (0: the model's context)")->check(whole_number<std::size_t>(0, 1 << 20));
+    app.add_flag("--no-prompt-cache", s.no_prompt_cache,
+                 "run every prompt whole (else a prompt that begins as a finished one did starts from its sequence's cache)");
     app.add_flag("--context-shift", s.context_shift, "when a sequence is full, drop its older half and go on (else: finish_reason length)");
     app.add_option("--threads", s.threads, "CPU threads")->check(whole_number(1U, std::numeric_limits<unsigned>::max()));
     app.add_option("--api-key", s.api_key, "require 'Authorization: Bearer KEY' (except /health)");
@@ -528,6 +538,7 @@ int main(int argc, char** argv) {
         tessera::BatchOptions batch;
         batch.sequences = s.parallel;
         batch.context = s.context;
+        batch.reuse_prompts = !s.no_prompt_cache;
         service.engine = std::make_unique<Engine>(*service.model, *service.tokenizer, batch, s.parallel + s.queue);
         ready = &service;
         std::fprintf(stderr, "server: ready: %s, %zu sequences of %zu positions, %u threads\n", service.model->description().c_str(),

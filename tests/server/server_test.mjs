@@ -473,3 +473,20 @@ test('chat completions: errors from the messages, the template and a model witho
     });
   });
 });
+
+test('chat completions: a conversation resent with a new turn reuses the cache, with the same reply', async () => {
+  await withServer([...chatArgs('qwen2_5'), '--parallel', '2'], async (s) => {
+    const client = s.client();
+    const history = [{ role: 'user', content: 'A fool and his money' }];
+    const first = await client.chat.completions.create({ messages: history, max_tokens: 8, temperature: 0 });
+    assert.equal(first.usage.prompt_tokens_details.cached_tokens, 0);
+    history.push(first.choices[0].message, { role: 'user', content: 'And then?' });
+    const reused = await client.chat.completions.create({ messages: history, max_tokens: 8, temperature: 0 });
+    const fresh = await client.chat.completions.create({ messages: history, max_tokens: 8, temperature: 0, cache_prompt: false });
+    assert.equal(fresh.usage.prompt_tokens_details.cached_tokens, 0);
+    assert.ok(reused.usage.prompt_tokens_details.cached_tokens >= first.usage.prompt_tokens,
+              `the first turn's prompt comes from the cache: ${JSON.stringify(reused.usage)} after ${JSON.stringify(first.usage)}`);
+    assert.equal(reused.choices[0].message.content, fresh.choices[0].message.content);
+    assert.match(s.log(), /prompt \d+ tokens \(\d+ cached\)/);
+  }, CHAT_MODEL);
+});

@@ -13,6 +13,11 @@
 // floats). Blocks handed out from a pool would let short requests leave room for more, at the
 // cost of a gathering attention kernel; with GPT-2's contexts (1,024) the slots are small.
 //
+// A free slot keeps its cache and the tokens it holds: a new request takes the free slot whose
+// tokens begin as its prompt does for longest (else the one free longest), and runs only the
+// rest of its prompt. A chat re-sends its whole conversation every turn; this way only the new
+// turn runs. The cached keys and values are those the same tokens at the same positions give.
+//
 // Not thread-safe: one thread calls add, cancel and step (the server serialises them).
 #include <algorithm>    // std::min, std::find_if
 #include <chrono>       // std::chrono::steady_clock
@@ -42,6 +47,7 @@ struct BatchOptions {
     std::size_t sequences = 8;        // decoded together (slots)
     std::size_t context = 0;          // positions per sequence; 0: the model's context
     std::size_t prefill_chunk = 256;  // prompt tokens per step, all new prompts together
+    bool reuse_prompts = true;        // start prompts from a free slot's cache (see above)
 };
 
 template <BatchingLanguageModel Model, class Sampler = DefaultSampler>
@@ -62,7 +68,10 @@ public:
                                 std::to_string(model.context_length()));
         }
         model.reserve_steps(options.sequences, options.sequences + options.prefill_chunk);
-        for (std::size_t i = 0; i < options.sequences; ++i) free_slots_.push_back(model.new_sequence(options_.context));
+        for (std::size_t i = 0; i < options.sequences; ++i) {
+            free_slots_.push_back({model.new_sequence(options_.context), {}, 0});
+            free_slots_.back().tokens.reserve(options_.context);  // a step never allocates
+        }
         batch_.reserve(options.sequences);
         finished_.reserve(options.sequences);
         stepped_.reserve(options.sequences);
@@ -110,8 +119,7 @@ public:
         finish_cancelled(running_);
         while (!waiting_.empty() && !free_slots_.empty()) {
             auto& r = waiting_.front();
-            r->sequence = std::move(free_slots_.back());
-            free_slots_.pop_back();
+            take_slot(*r);
             running_.push_back(std::move(r));
             waiting_.erase(waiting_.begin());
         }
@@ -123,10 +131,13 @@ public:
             for (auto& r : running_) {
                 const std::span<const TokenId> pending = r->state.pending();
                 if ((pending.size() == 1) != (pass == 0) || (pass == 1 && budget == 0)) continue;
-                if (r->state.starts_over()) r->sequence->reset();
+                if (r->state.starts_over()) {
+                    r->slot.sequence->reset();
+                    r->slot.tokens.clear();
+                }
                 const std::size_t n = pass == 0 ? 1 : std::min(budget, pending.size());
                 if (pass == 1) budget -= n;
-                batch_.push_back({r->sequence.get(), pending.first(n)});
+                batch_.push_back({r->slot.sequence.get(), pending.first(n)});
                 stepped_.push_back(r.get());
                 rows += n;
             }
@@ -143,6 +154,7 @@ public:
         chosen_.resize(stepped_.size());
         for (std::size_t i = 0; i < stepped_.size(); ++i) {
             Request& r = *stepped_[i];
+            r.slot.tokens.insert(r.slot.tokens.end(), batch_[i].tokens.begin(), batch_[i].tokens.end());
             r.state.ran(batch_[i].tokens.size(), seconds);
             chosen_[i] = {};
             if (r.state.wants_token()) due_.push_back(i);
@@ -180,6 +192,13 @@ public:
     }
 
 private:
+    // A sequence and the tokens its cache holds (at positions 0, 1, ...).
+    struct Slot {
+        std::unique_ptr<SequenceState> sequence;
+        std::vector<TokenId> tokens;
+        std::uint64_t freed = 0;  // when it was last freed
+    };
+
     struct Request {
         Request(RequestId i, Sampler s, const Tokenizer& tokenizer, std::vector<TokenId> prompt, std::size_t context,
                 const GenerationOptions& options, OnText text, OnDone done)
@@ -187,17 +206,45 @@ private:
               sampler(std::move(s)),
               state(tokenizer, std::move(prompt), context, options, sampler),
               on_text(std::move(text)),
-              on_done(std::move(done)) {}
+              on_done(std::move(done)),
+              reuse_prompt(options.reuse_cached_prompt) {}
         RequestId id;
         Sampler sampler;  // before state, which points to it
         CompletionState<Sampler> state;
         OnText on_text;
         OnDone on_done;
         std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
-        std::unique_ptr<SequenceState> sequence;  // a slot while running
+        Slot slot;  // while running
+        bool reuse_prompt;
         bool cancelled = false;
     };
     using Requests = std::vector<std::unique_ptr<Request>>;
+
+    // Gives `r` the free slot whose tokens share the longest start with its prompt (at most all
+    // but its last token, which must run for the logits), else the one free longest, and skips
+    // the shared tokens.
+    void take_slot(Request& r) {
+        const std::span<const TokenId> prompt = r.state.pending();
+        std::size_t best = 0, best_shared = 0;
+        for (std::size_t i = 0; i < free_slots_.size(); ++i) {
+            const std::vector<TokenId>& held = free_slots_[i].tokens;
+            std::size_t shared = 0;
+            if (options_.reuse_prompts && r.reuse_prompt) {
+                const std::size_t limit = std::min(held.size(), prompt.empty() ? 0 : prompt.size() - 1);
+                while (shared < limit && held[shared] == prompt[shared]) ++shared;
+            }
+            if (shared > best_shared || (shared == best_shared && free_slots_[i].freed < free_slots_[best].freed)) {
+                best = i;
+                best_shared = shared;
+            }
+        }
+        r.slot = std::move(free_slots_[best]);
+        free_slots_.erase(free_slots_.begin() + static_cast<std::ptrdiff_t>(best));
+        if (best_shared == 0) return;  // starts over at the first step
+        r.slot.sequence->rewind(best_shared);
+        r.slot.tokens.resize(best_shared);
+        r.state.reuse_prompt(best_shared);
+    }
 
     void finish_cancelled(Requests& list) {
         for (auto& r : list) {
@@ -220,7 +267,9 @@ private:
         }
         list.resize(kept);
         for (auto& r : finished_) {
-            if (r->sequence) free_slots_.push_back(std::move(r->sequence));
+            if (!r->slot.sequence) continue;
+            r->slot.freed = ++frees_;
+            free_slots_.push_back(std::move(r->slot));
         }
         const auto now = std::chrono::steady_clock::now();
         Requests reported = std::move(finished_);  // a callback that throws leaves the generator consistent
@@ -237,7 +286,8 @@ private:
     Model& model_;
     const Tokenizer& tokenizer_;
     BatchOptions options_;
-    std::vector<std::unique_ptr<SequenceState>> free_slots_;
+    std::vector<Slot> free_slots_;
+    std::uint64_t frees_ = 0;  // slots freed so far: the order of Slot::freed
     Requests waiting_, running_, finished_;
     std::vector<SequenceTokens> batch_;  // this step's sequences and tokens
     std::vector<Request*> stepped_;      // ... and their requests

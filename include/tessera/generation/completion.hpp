@@ -36,6 +36,7 @@ struct Completion {
     std::vector<TokenId> tokens;      // the generated ids (the EOS token is not included)
     StopReason stop_reason = StopReason::max_new_tokens;
     std::size_t prompt_tokens = 0;    // after truncation
+    std::size_t cached_prompt_tokens = 0;  // of those, found in a sequence's cache and not run again
     std::size_t truncated_prompt_tokens = 0;  // dropped from the start of the prompt (truncate)
     std::size_t context_shifts = 0;
     double prefill_seconds = 0;       // the model's forward passes over the prompt

@@ -36,6 +36,9 @@ struct GenerationOptions {
     // Report each generated token's log-probability under the model (its logits before the
     // sampling parameters) with this many most likely alternatives (Completion::logprobs).
     std::optional<std::size_t> logprobs{};
+    // BatchGenerator: start from a free sequence whose cache holds the prompt's first tokens
+    // (a conversation's earlier turns), running only the rest.
+    bool reuse_cached_prompt = true;
 };
 
 template <class Sampler>
@@ -83,6 +86,14 @@ public:
         if (finished_) return {};
         if (decoding_) return std::span<const TokenId>(context_).last(1).subspan(run_);
         return std::span<const TokenId>(context_).subspan(run_);
+    }
+    // The sequence already holds the prompt's first `tokens` (fewer than the prompt has: the
+    // last one runs, for its logits); only the rest is pending. Before anything ran.
+    void reuse_prompt(std::size_t tokens) {
+        if (run_ != 0 || decoding_ || tokens >= context_.size())
+            throw ArgumentError("CompletionState: a reused prompt prefix must come first and leave a token to run");
+        run_ = tokens;
+        c_.cached_prompt_tokens = tokens;
     }
     // The model appended the first `tokens` of pending() in `seconds`.
     void ran(std::size_t tokens, double seconds) {

@@ -21,6 +21,10 @@ public:
     std::size_t context_length() const noexcept { return context_; }
     // Forgets the tokens: the next step starts at position 0 (the cache is kept for reuse).
     void reset() noexcept { position_ = 0; }
+    // Keeps the first `positions` tokens (no more than it holds) and forgets the rest: the next
+    // step appends at `positions`, over a cache whose earlier entries are still those tokens'
+    // (a prompt that begins as an earlier one did starts there: BatchGenerator).
+    void rewind(std::size_t positions) noexcept { position_ = positions < position_ ? positions : position_; }
 
 protected:
     explicit SequenceState(std::size_t context) noexcept : context_(context) {}

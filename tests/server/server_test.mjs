@@ -7,7 +7,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync, unlinkSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import OpenAI from 'openai';
 
 const SERVER = process.env.SERVER;
@@ -488,5 +489,21 @@ test('chat completions: a conversation resent with a new turn reuses the cache, 
               `the first turn's prompt comes from the cache: ${JSON.stringify(reused.usage)} after ${JSON.stringify(first.usage)}`);
     assert.equal(reused.choices[0].message.content, fresh.choices[0].message.content);
     assert.match(s.log(), /prompt \d+ tokens \(\d+ cached\)/);
+  }, CHAT_MODEL);
+});
+
+test('the README chat client snippet runs as written against the server', async () => {
+  await withServer(chatArgs('qwen2_5'), async (s) => {
+    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+    const snippet = readme.match(/```js\n([\s\S]*?)```/)[1].replace('http://127.0.0.1:8080/v1', `${s.base}/v1`);
+    assert.match(snippet, /chat\.completions\.create/);
+    const file = new URL(`./readme_snippet_${process.pid}.mjs`, import.meta.url);  // beside node_modules/openai
+    writeFileSync(file, snippet);
+    try {
+      const out = execFileSync(process.execPath, [fileURLToPath(file)], { encoding: 'utf8', timeout: 60000 });
+      assert.match(out, /completion_tokens/, 'the usage chunk is printed, not a crash on its empty choices');
+    } finally {
+      unlinkSync(file);
+    }
   }, CHAT_MODEL);
 });

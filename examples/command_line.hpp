@@ -26,6 +26,7 @@
 #include <tessera/core/kv_precision.hpp>    // KvPrecision, kv_precision_named
 #include <tessera/core/weight_formats.hpp>  // WeightFormatId, weight_format_named
 #include <tessera/io/output_file.hpp>       // io::OutputFile
+#include <tessera/sampling/sampler.hpp>       // SamplingParams
 
 namespace tessera::cli {
 
@@ -101,6 +102,30 @@ inline CLI::Option* add_weights_option(CLI::App& app, std::optional<WeightFormat
             "how the weights are stored: " + names +
                 " (quantized when loaded; default: as the file stores them, f32 for safetensors)")
         ->type_name("FORMAT");
+}
+
+// The sampling flags (--temperature, --top-k, --top-p, --min-p, the penalties, --no-repeat-ngram,
+// --seed), each checked for its range; make_sampler(sampling) then checks them together.
+inline void add_sampling_options(CLI::App& app, SamplingParams& sampling) {
+    constexpr long most = 1'000'000'000;  // counts beyond this are typing errors, not requests
+    app.add_option("--temperature", sampling.temperature, "0 = greedy")->check(real_number<float>(0, Bound::closed));
+    app.add_option("--top-k", sampling.top_k, "keep the k most likely tokens (0 = off)")->check(whole_number(0L, most));
+    app.add_option("--top-p", sampling.top_p, "nucleus: smallest set with probability >= p (1 = off)")
+        ->check(real_number(0, Bound::open, 1, Bound::closed));
+    app.add_option("--min-p", sampling.min_p, "keep tokens with p >= min_p * p_max (0 = off)")
+        ->check(real_number(0, Bound::closed, 1, Bound::closed));
+    app.add_option("--repetition-penalty", sampling.repetition_penalty, "CTRL rule, > 0 (1 = off)")
+        ->check(real_number<float>(0, Bound::open));
+    app.add_option("--repeat-last-n", sampling.repeat_last_n, "tokens the penalties look back over")
+        ->check(whole_number<std::size_t>(0, most));
+    app.add_option("--presence-penalty", sampling.presence_penalty, "OpenAI rule, [-2, 2]")
+        ->check(real_number(-2, Bound::closed, 2, Bound::closed));
+    app.add_option("--frequency-penalty", sampling.frequency_penalty, "OpenAI rule, [-2, 2]")
+        ->check(real_number(-2, Bound::closed, 2, Bound::closed));
+    app.add_option("--no-repeat-ngram", sampling.no_repeat_ngram, "ban repeating n-grams of this size (0 = off)")
+        ->check(whole_number(0L, most));
+    app.add_option("--seed", sampling.seed, "random seed (default: random, reported)")
+        ->check(whole_number<std::uint64_t>(0, std::numeric_limits<std::uint64_t>::max()));
 }
 
 // --kv-cache f32|bf16|q8_0: how the KV cache stores keys and values (bf16: half the memory,

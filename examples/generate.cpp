@@ -141,7 +141,6 @@ int main(int argc, char** argv) {
     unsigned threads = tessera::Cpu::default_threads();
     int device = 0;
     bool no_stream = false, json = false, verbose = false, allow_special = false;
-    std::optional<std::uint64_t> seed;
     std::optional<std::size_t> context;
     using tessera::cli::Bound, tessera::cli::real_number, tessera::cli::whole_number;
     constexpr long most = 1'000'000'000;  // counts beyond this are typing errors, not requests
@@ -151,24 +150,7 @@ int main(int argc, char** argv) {
         ->excludes(text_prompt);
     app.add_option("--max-new-tokens,-n", generation.max_new_tokens, "tokens to generate at most")
         ->check(whole_number<std::size_t>(0, most));
-    app.add_option("--temperature", sampling.temperature, "0 = greedy")->check(real_number<float>(0, Bound::closed));
-    app.add_option("--top-k", sampling.top_k, "keep the k most likely tokens (0 = off)")->check(whole_number(0L, most));
-    app.add_option("--top-p", sampling.top_p, "nucleus: smallest set with probability >= p (1 = off)")
-        ->check(real_number(0, Bound::open, 1, Bound::closed));
-    app.add_option("--min-p", sampling.min_p, "keep tokens with p >= min_p * p_max (0 = off)")
-        ->check(real_number(0, Bound::closed, 1, Bound::closed));
-    app.add_option("--repetition-penalty", sampling.repetition_penalty, "CTRL rule, > 0 (1 = off)")
-        ->check(real_number<float>(0, Bound::open));
-    app.add_option("--repeat-last-n", sampling.repeat_last_n, "tokens the penalties look back over")
-        ->check(whole_number<std::size_t>(0, most));
-    app.add_option("--presence-penalty", sampling.presence_penalty, "OpenAI rule, [-2, 2]")
-        ->check(real_number(-2, Bound::closed, 2, Bound::closed));
-    app.add_option("--frequency-penalty", sampling.frequency_penalty, "OpenAI rule, [-2, 2]")
-        ->check(real_number(-2, Bound::closed, 2, Bound::closed));
-    app.add_option("--no-repeat-ngram", sampling.no_repeat_ngram, "ban repeating n-grams of this size (0 = off)")
-        ->check(whole_number(0L, most));
-    app.add_option("--seed", seed, "random seed (default: random, reported)")
-        ->check(whole_number<std::uint64_t>(0, std::numeric_limits<std::uint64_t>::max()));
+    tessera::cli::add_sampling_options(app, sampling);
     app.add_option("--stop", generation.stop, "stop string (repeatable, valid UTF-8); not included in the output");
     app.add_flag("--ignore-eos", generation.ignore_eos, "keep generating after the end-of-text token");
     app.add_flag("--context-shift", generation.context_shift, "when the context is full, drop its older half and go on");
@@ -189,7 +171,6 @@ int main(int argc, char** argv) {
     app.add_flag("--verbose", verbose, "print the model and the sampling settings to stderr");
     try {
         app.parse(argc, argv);
-        sampling.seed = seed;
         (void)tessera::make_sampler(sampling);  // validates every sampling parameter
         (void)tessera::StopStrings(generation.stop);
     } catch (const CLI::ParseError& e) {

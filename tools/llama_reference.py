@@ -84,6 +84,7 @@ CONFIGS = {
 def make_checkpoint(args):
     model_type, layers, c, heads, kv_heads, head_dim, inner, ctx, vocab, extras = CONFIGS[args.config]
     vocab = args.vocab or vocab  # a smaller vocabulary: the shape's layers with a fixture's tokenizer
+    layers = args.layers or layers
     d = head_dim or c // heads
     rng = np.random.default_rng(args.seed)
     normal = lambda *shape, std=0.02: (rng.standard_normal(shape) * std).astype(np.float32)  # noqa: E731
@@ -438,6 +439,7 @@ def main():
     c.add_argument("--dtype", default="F32", choices=["F32", "F16", "BF16"])
     c.add_argument("--shards", type=int, default=1, help="write model-0000i-of-0000N.safetensors and their index")
     c.add_argument("--vocab", type=int, default=0, help="a vocabulary of this size instead of the config's")
+    c.add_argument("--layers", type=int, default=0, help="this many layers instead of the config's")
     c.add_argument("--out", required=True)
     lg = sub.add_parser("logits")
     lg.add_argument("--model", required=True)

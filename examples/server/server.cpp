@@ -36,7 +36,6 @@
 #include "openai_api.hpp"
 
 #include <tessera/backend/cpu.hpp>
-#include <tessera/io/read_only_file.hpp>
 #include <tessera/models/open_chat_template.hpp>
 #include <tessera/models/open_model.hpp>
 #include <tessera/models/open_tokenizer.hpp>
@@ -524,15 +523,7 @@ int main(int argc, char** argv) {
     int rc = 0;
     try {
         service.tokenizer = tessera::open_any_tokenizer(s.model_path);
-        service.chat_template = tessera::open_chat_template(s.model_path);
-        if (!s.chat_template_file.empty()) {  // the model's BOS / EOS text, else the tokenizer's EOS
-            const auto& own = service.chat_template;
-            const auto eos = service.tokenizer->eos_id();
-            std::string bos_text = own ? own->bos_token() : "";  // copies: emplace destroys `own` first
-            std::string eos_text = own ? own->eos_token() : eos ? service.tokenizer->token_bytes(*eos) : "";
-            service.chat_template.emplace(tessera::io::read_whole_file(s.chat_template_file, 1 << 20), std::move(bos_text),
-                                          std::move(eos_text));
-        }
+        service.chat_template = tessera::open_chat_template(s.model_path, s.chat_template_file, *service.tokenizer);
         service.model = tessera::open_model_on("cpu", s.model_path, s.threads, s.weights);
         service.model->use_kv_cache(s.kv_cache);
         tessera::BatchOptions batch;

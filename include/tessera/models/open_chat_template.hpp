@@ -13,6 +13,7 @@
 #include <tessera/io/json.hpp>             // parse_json
 #include <tessera/io/read_only_file.hpp>   // read_whole_file
 #include <tessera/models/model_files.hpp>  // model_path_kind
+#include <tessera/text/tokenizer.hpp>      // Tokenizer
 
 namespace tessera {
 
@@ -78,6 +79,17 @@ inline std::optional<chat::ChatTemplate> open_chat_template(const std::filesyste
         throw FormatError(config_path.string() + ": chat_template lists no template named \"default\"");
     }
     throw FormatError(config_path.string() + ": chat_template must be a string or a list of named templates");
+}
+
+// The template in `template_file` when one is given (a user's override: --chat-template-file),
+// with the model's BOS / EOS text, else the tokenizer's EOS; otherwise the model's own.
+inline std::optional<chat::ChatTemplate> open_chat_template(const std::filesystem::path& model, const std::filesystem::path& template_file,
+                                                            const Tokenizer& tokenizer) {
+    std::optional<chat::ChatTemplate> own = open_chat_template(model);
+    if (template_file.empty()) return own;
+    const auto eos = tokenizer.eos_id();
+    return chat::ChatTemplate(io::read_whole_file(template_file, detail::max_chat_template_bytes), own ? own->bos_token() : "",
+                              own ? own->eos_token() : eos ? tokenizer.token_bytes(*eos) : "");
 }
 
 }  // namespace tessera

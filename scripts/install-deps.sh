@@ -11,6 +11,7 @@ packages=(
   libcpp-httplib-dev pkg-config  # examples/server's HTTP (found through pkg-config)
   curl                    # scripts/run.sh: downloading GPT-2
   tmux                    # tests/cli/chat_terminal.sh: examples/chat in a pseudo-terminal
+  haproxy                 # tests/server: two servers behind a load balancer
   catch2                  # unit tests (Catch2 v2.13)
   libbenchmark-dev        # microbenchmarks (Google Benchmark)
   python3-numpy           # tools/gpt2_reference.py: the float64 GPT-2 reference and test checkpoints

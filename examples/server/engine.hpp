@@ -120,6 +120,10 @@ public:
     }
     std::size_t capacity() const noexcept { return capacity_; }
     const BatchOptions& options() const noexcept { return batch_.options(); }
+    // As of the engine's last step: choices decoding or reading their prompt, and choices
+    // waiting for a sequence (for /metrics).
+    std::size_t running() const noexcept { return running_; }
+    std::size_t waiting() const noexcept { return waiting_; }
 
 private:
     struct Active {
@@ -157,6 +161,8 @@ private:
             } catch (const std::exception& e) {  // the model failed: every running choice ends with it
                 fail_all(e.what());
             }
+            running_ = batch_.running();
+            waiting_ = batch_.waiting();
         }
     }
 
@@ -201,6 +207,7 @@ private:
     BatchGenerator<LanguageModel> batch_;
     std::size_t capacity_;
     std::vector<Active> active_;  // engine thread only
+    std::atomic<std::size_t> running_{0}, waiting_{0};
 
     mutable std::mutex mutex_;  // guards what follows
     std::condition_variable wake_;

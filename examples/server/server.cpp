@@ -33,6 +33,7 @@
 
 #include "../command_line.hpp"
 #include "engine.hpp"
+#include "metrics.hpp"
 #include "openai_api.hpp"
 
 #include <tessera/backend/cpu.hpp>
@@ -114,6 +115,15 @@ const tessera::chat::ChatTemplate& chat_template_of(const Service& service) {
 
 // Completion requests not yet answered in full (a stream until its last byte is written).
 std::atomic<int> in_flight{0};
+Metrics metrics;
+
+// The routes /metrics counts by name; any other path counts as "other" (no label per stray path).
+std::string route_label(const std::string& path) {
+    for (const char* route : {"/v1/completions", "/completions", "/v1/chat/completions", "/chat/completions", "/apply-template",
+                              "/v1/models", "/health", "/metrics", "/tokenize", "/detokenize"})
+        if (path == route) return route;
+    return "other";
+}
 std::atomic<bool> stopping{false};
 
 // One completion request in flight: its choices' progress, for the response and the log line.
@@ -183,6 +193,8 @@ struct Exchange {
     void log(int status) const {
         const double total = std::chrono::duration<double>(Clock::now() - start).count();
         const double ttft = first_token ? 1e3 * std::chrono::duration<double>(*first_token - start).count() : 0;
+        metrics.request(request.chat ? "/v1/chat/completions" : "/v1/completions", status);
+        metrics.completion(prompt_tokens(), cached_tokens(), completion_tokens(), ttft / 1e3, total);
         std::fprintf(stderr, "%s: status %d, %zu choice%s, prompt %zu tokens (%zu cached), completion %zu tokens, first token %.0f ms, %.1f tokens/s, %.2f s, seed %llu%s\n",
                      id.c_str(), status, done.size(), done.size() == 1 ? "" : "s", prompt_tokens(), cached_tokens(), completion_tokens(), ttft,
                      total > 0 ? static_cast<double>(completion_tokens()) / total : 0.0, total,
@@ -433,6 +445,7 @@ int main(int argc, char** argv) {
     // every other request is logged here.
     http.set_logger([](const httplib::Request& req, const httplib::Response& res) {
         if (res.has_header("X-Request-Id")) return;
+        metrics.request(route_label(req.path), res.status);
         std::fprintf(stderr, "%s %s: status %d%s%s\n", req.method.c_str(), req.path.c_str(), res.status,
                      res.status >= 400 ? ": " : "", res.status >= 400 ? res.body.substr(0, 200).c_str() : "");
     });
@@ -448,6 +461,11 @@ int main(int argc, char** argv) {
             return send_json(res, {{"status", stopping ? "stopping" : "loading"}});
         }
         send_json(res, {{"status", "ok"}});
+    });
+    http.Get("/metrics", [&](const httplib::Request&, httplib::Response& res) {
+        const Service* sv = ready.load();
+        res.set_content(metrics.text(sv ? sv->engine->waiting() : 0, sv ? sv->engine->running() : 0, s.parallel),
+                        "text/plain; version=0.0.4");
     });
     http.Get("/v1/models", api([&](const httplib::Request&, httplib::Response& res) {
         Service& sv = loaded();

@@ -9,6 +9,8 @@ import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync, unlinkSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
 import OpenAI from 'openai';
 
 const SERVER = process.env.SERVER;
@@ -506,4 +508,92 @@ test('the README chat client snippet runs as written against the server', async 
       unlinkSync(file);
     }
   }, CHAT_MODEL);
+});
+
+test('/metrics counts requests, tokens and latencies in Prometheus text', async () => {
+  await withServer(chatArgs('qwen2_5'), async (s) => {
+    const client = s.client();
+    const a = await client.chat.completions.create({ messages, max_tokens: 5, temperature: 0 });
+    const b = await client.completions.create({ prompt: 'A fool', max_tokens: 4, temperature: 0 });
+    await assert.rejects(client.completions.create({ prompt: 'x', temperature: 9 }));
+    await fetch(`${s.base}/no/such/path`);
+    const res = await fetch(`${s.base}/metrics`);
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get('content-type'), /^text\/plain; version=0\.0\.4/);
+    const text = await res.text();
+    const value = (series) => {
+      const line = text.split('\n').find((l) => l.startsWith(series + ' '));
+      assert.ok(line, `${series} in:\n${text}`);
+      return Number(line.slice(series.length + 1));
+    };
+    assert.equal(value('tessera_requests_total{route="/v1/chat/completions",status="200"}'), 1);
+    assert.equal(value('tessera_requests_total{route="/v1/completions",status="200"}'), 1);
+    assert.equal(value('tessera_requests_total{route="/v1/completions",status="400"}'), 1);
+    assert.equal(value('tessera_requests_total{route="other",status="404"}'), 1);
+    assert.equal(value('tessera_generated_tokens_total'), a.usage.completion_tokens + b.usage.completion_tokens);
+    assert.equal(value('tessera_prompt_tokens_total'), a.usage.prompt_tokens + b.usage.prompt_tokens);
+    assert.equal(value('tessera_time_to_first_token_seconds_count'), 2);
+    assert.equal(value('tessera_time_to_first_token_seconds_bucket{le="+Inf"}'), 2);
+    assert.equal(value('tessera_inter_token_latency_seconds_count'), a.usage.completion_tokens + b.usage.completion_tokens - 2);
+    assert.equal(value('tessera_queue_length'), 0);
+    assert.equal(value('tessera_sequences_busy'), 0);
+    assert.equal(value('tessera_sequences'), 8);
+    for (const line of text.split('\n')) {  // every line is a comment, a sample, or the final empty one
+      assert.match(line, /^(#.*|[a-z_]+(\{[^}]*\})? [0-9.e+-]+|)$/, line);
+    }
+  }, CHAT_MODEL);
+});
+
+// A free loopback port (for a process that takes its port from a file).
+async function freePort() {
+  return new Promise((resolve) => {
+    const srv = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+test('two servers behind HAProxy: the client is served by both, and by one when the other stops', async () => {
+  const a = await startServer(chatArgs('qwen2_5'), CHAT_MODEL);
+  const b = await startServer(chatArgs('qwen2_5'), CHAT_MODEL);
+  const port = await freePort();
+  const config = `${tmpdir()}/tessera_haproxy_${process.pid}.cfg`;
+  writeFileSync(config, [
+    'defaults', '  mode http', '  timeout connect 2s', '  timeout client 60s', '  timeout server 60s',
+    '  retries 3', '  option redispatch',
+    'frontend chat', `  bind 127.0.0.1:${port}`, '  default_backend servers',
+    'backend servers', '  balance roundrobin', '  option httpchk GET /health', '  http-check expect status 200',
+    '  default-server inter 200ms fall 1 rise 1',
+    `  server a 127.0.0.1:${a.port} check`, `  server b 127.0.0.1:${b.port} check`, ''].join('\n'));
+  const proxy = spawn('haproxy', ['-f', config, '-db'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let proxyLog = '';
+  proxy.stderr.on('data', (d) => { proxyLog += d; });
+  try {
+    const client = new OpenAI({ baseURL: `http://127.0.0.1:${port}/v1`, apiKey: 'none', maxRetries: 0 });
+    for (let i = 0; i < 50; ++i) {  // until HAProxy listens and has seen both servers healthy
+      const ok = await fetch(`http://127.0.0.1:${port}/health`).then((r) => r.ok, () => false);
+      if (ok) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    await new Promise((r) => setTimeout(r, 500));
+    const ask = (i) => client.chat.completions.create({ messages: [{ role: 'user', content: `Question ${i}` }], max_tokens: 4, temperature: 0 });
+    const first = await Promise.all([...Array(8).keys()].map(ask));
+    for (const r of first) assert.equal(r.object, 'chat.completion');
+    const served = (server) => (server.log().match(/chatcmpl-\w+: status 200/g) ?? []).length;
+    assert.ok(served(a) > 0 && served(b) > 0, `both servers answer: ${served(a)} and ${served(b)}`);
+    assert.equal(served(a) + served(b), 8);
+    // One replica leaves (SIGTERM): its /health says 503 at once, HAProxy stops sending it work.
+    const { code } = await a.stop();
+    assert.equal(code, 0);
+    const before = served(b);
+    const second = await Promise.all([...Array(8).keys()].map((i) => ask(i + 8)));
+    assert.equal(second.length, 8);
+    assert.equal(served(b) - before, 8, 'the remaining server answers every request');
+  } finally {
+    proxy.kill('SIGTERM');
+    await b.stop();
+    unlinkSync(config);
+  }
+  assert.ok(!/\[ALERT\]/.test(proxyLog), proxyLog);
 });

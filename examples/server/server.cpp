@@ -405,6 +405,10 @@ int main(int argc, char** argv) {
         const int rc = app.exit(e);
         return rc == 0 ? 0 : 2;
     }
+    if (app.count("--api-key") && s.api_key.empty()) {  // would silently turn authentication off
+        std::cerr << "server: --api-key is empty: give a key, or leave the flag out to serve without one\n";
+        return 2;
+    }
     if (s.alias.empty()) s.alias = std::filesystem::path(s.model_path).filename().string();
     if (s.alias.empty()) s.alias = std::filesystem::path(s.model_path).parent_path().filename().string();
 
@@ -511,6 +515,22 @@ int main(int argc, char** argv) {
         const auto ids = tessera::server::detail::token_ids(*tokens, "tokens", sv.tokenizer->vocab_size());
         send_json(res, {{"content", sv.tokenizer->decode(ids)}});
     }));
+
+    // A known route asked with another method is 405 with the methods it takes (not 404).
+    for (const auto& [route, allow] : {std::pair{"/health", "GET"}, {"/metrics", "GET"}, {"/v1/models", "GET"},
+                                       {"/v1/completions", "POST"}, {"/completions", "POST"}, {"/v1/chat/completions", "POST"},
+                                       {"/chat/completions", "POST"}, {"/apply-template", "POST"}, {"/tokenize", "POST"},
+                                       {"/detokenize", "POST"}}) {
+        const auto refuse = [allow = std::string(allow)](const httplib::Request& req, httplib::Response& res) {
+            res.set_header("Allow", allow);
+            send_error(res, 405, req.method + " is not allowed here: this endpoint takes " + allow, "invalid_request_error");
+        };
+        if (std::string_view(allow) == "GET") http.Post(route, refuse);
+        else http.Get(route, refuse);
+        http.Put(route, refuse);
+        http.Delete(route, refuse);
+        http.Patch(route, refuse);
+    }
 
     const int port = s.port == 0 ? http.bind_to_any_port(s.host) : (http.bind_to_port(s.host, s.port) ? s.port : -1);
     if (port < 0) {

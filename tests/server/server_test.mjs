@@ -597,3 +597,22 @@ test('two servers behind HAProxy: the client is served by both, and by one when 
   }
   assert.ok(!/\[ALERT\]/.test(proxyLog), proxyLog);
 });
+
+test('a known endpoint asked with the wrong method is 405, and an empty API key is refused', async () => {
+  await withServer([], async (s) => {
+    for (const [path, method, allow] of [['/v1/completions', 'GET', 'POST'], ['/v1/chat/completions', 'PUT', 'POST'],
+                                         ['/health', 'POST', 'GET'], ['/v1/models', 'DELETE', 'GET']]) {
+      const res = await fetch(s.base + path, { method });
+      assert.equal(res.status, 405, `${method} ${path}`);
+      assert.equal(res.headers.get('allow'), allow);
+      assert.match((await res.json()).error.message, new RegExp(`${method} is not allowed here`));
+    }
+    assert.equal((await fetch(s.base + '/no/such/endpoint')).status, 404);
+  });
+  const out = spawn(SERVER, ['--model', MODEL, '--port', '0', '--api-key', ''], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let err = '';
+  out.stderr.on('data', (d) => { err += d; });
+  const code = await new Promise((resolve) => out.on('exit', resolve));
+  assert.equal(code, 2);
+  assert.match(err, /--api-key is empty/);
+});

@@ -173,6 +173,22 @@ TEST_CASE("Chat templates: bad templates and bad runs are errors that name the p
     fails("{% for i in range(10000000) %}{% endfor %}", "range() of 10000000 elements");
     fails("{{ raise_exception('Roles must alternate') }}", "Roles must alternate");
     fails("{{ 99999999999999999999 }}", "integer 99999999999999999999 is too large");
+    // A hostile template (chat templates come inside downloaded files) is refused, not run out of
+    // stack, memory or time.
+    fails("{{ " + std::string(1000, '(') + "1" + std::string(1000, ')') + " }}", "nested deeper than 100");
+    fails("{{ " + std::string(1500, '-') + "1 }}", "nested deeper than 100");
+    std::string deep_ifs;
+    for (int i = 0; i < 500; ++i) deep_ifs += "{% if true %}";
+    fails(deep_ifs, "nested deeper than 100");
+    std::string long_sum = "{{ 1";
+    for (int i = 0; i < 3000; ++i) long_sum += " + 1";
+    fails(long_sum + " }}", "a tag of more than 2048 tokens");
+    fails("{{ 'x' * 1000000000 }}", "repeating a value 1000000000 times");
+    fails("{% set ns = namespace(s='xxxxxxxxxxxxxxxx') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}",
+          "bytes or elements: more than this engine builds");
+    fails("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}",
+          "more than 10000000 loop iterations and macro calls");
+    fails("{% for i in range(100000) %}{{ 'a' * 1000 }}{% endfor %}", "the output passed");
     // Jinja2's whitespace rules around an unknown construct still report the right line.
     fails("line 1\n\n{%- if true %}\n{{ x.y.z }}{% endif %}", "template line 4: 'x' is undefined");
 }

@@ -39,6 +39,14 @@ struct Context {
     Scope* top = nullptr;    // the template's top level
     int call_depth = 0;      // macros within macros, bounded: a recursive template must not exhaust the stack
     static constexpr int max_call_depth = 64;
+    // Loop iterations and macro calls so far, bounded: a template must not run for hours
+    // (real ones take thousands).
+    std::uint64_t steps = 0;
+    static constexpr std::uint64_t max_steps = 10'000'000;
+    void step(int line) {
+        if (++steps > max_steps)
+            fail(line, "the template ran more than " + std::to_string(max_steps) + " loop iterations and macro calls");
+    }
 };
 
 struct Expr {
@@ -223,6 +231,7 @@ struct OutputStmt final : Stmt {
     ExprPtr value;
     Flow run(Context& ctx, std::string& out) const override {
         out += value->eval(ctx).str();
+        if (out.size() > max_built_size) fail(line, "the output passed " + std::to_string(max_built_size) + " bytes");
         return Flow::normal;
     }
 };
@@ -293,6 +302,7 @@ struct ForStmt final : Stmt {
                          if (a.positional.empty()) fail(l, "loop.cycle() needs at least one value");
                          return a.positional[static_cast<std::size_t>(i) % a.positional.size()];
                      }));
+            ctx.step(line);
             Scope scope{{}, outer};
             scope.set("loop", Value(std::move(loop)));
             bind(scope, items[static_cast<std::size_t>(i)]);
@@ -342,6 +352,7 @@ struct MacroStmt final : Stmt {
     }
 
     Value call(Context& ctx, const Arguments& args) const {
+        ctx.step(line);
         if (ctx.call_depth >= Context::max_call_depth)
             fail(line, "macro '" + name + "' called more than " + std::to_string(Context::max_call_depth) + " deep");
         Scope scope{{}, ctx.top};

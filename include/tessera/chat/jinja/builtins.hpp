@@ -21,6 +21,11 @@ namespace tessera::chat::jinja {
     throw TemplateError("template line " + std::to_string(line) + ": " + what);
 }
 
+// The most bytes a string, or elements a list, that an operator builds may hold: a template
+// from a downloaded file must not exhaust memory ('x' * 10**10, or a string doubled in a loop).
+inline constexpr std::size_t max_built_size = std::size_t{1} << 26;
+
+
 namespace detail {
 
 inline bool is_python_space(std::string_view cp) {
@@ -269,6 +274,16 @@ inline bool contains(const Value& container, const Value& x, int line) {
 
 // a op b for + - * / // % ** ~.
 inline Value binary(std::string_view op, const Value& a, const Value& b, int line) {
+    const auto size_of = [](const Value& v) { return v.is_string() ? v.as_string().size() : v.is_array() ? v.array().size() : 0; };
+    if ((op == "~" || op == "+") && size_of(a) + size_of(b) > max_built_size)
+        fail(line, "a value of " + std::to_string(size_of(a) + size_of(b)) + " bytes or elements: more than this engine builds");
+    if (op == "*" && (a.is_string() || a.is_array() || b.is_string() || b.is_array())) {
+        const Value& seq = a.is_string() || a.is_array() ? a : b;
+        const Value& times = &seq == &a ? b : a;
+        if (times.is_number() && times.as_integer() > 0 &&
+            size_of(seq) > 0 && static_cast<std::uint64_t>(times.as_integer()) > max_built_size / size_of(seq))
+            fail(line, "repeating a value " + std::to_string(times.as_integer()) + " times: more than this engine builds");
+    }
     if (op == "~") return Value(a.str() + b.str());
     const auto type_error = [&]() -> Value {
         if (a.is_undefined()) fail(line, "'" + a.undefined_name() + "' is undefined");

@@ -100,6 +100,8 @@ inline std::string_view operator_at(std::string_view s, std::size_t i) {
 
 }  // namespace detail
 
+inline constexpr std::size_t max_tag_tokens = 2048;  // real templates' longest tags have a few hundred
+
 // The template's pieces. Throws TemplateError for an unclosed tag, a string or a character a
 // template cannot hold.
 inline std::vector<Piece> lex(std::string_view raw) {
@@ -240,6 +242,9 @@ inline std::vector<Piece> lex(std::string_view raw) {
                                         std::string(1, c) + "' in a tag");
                 }
                 piece.tokens.push_back(std::move(t));
+                if (piece.tokens.size() > max_tag_tokens)  // a tree that deep would exhaust the stack when it runs
+                    throw TemplateError("line " + std::to_string(piece.line) + ": a tag of more than " +
+                                        std::to_string(max_tag_tokens) + " tokens");
             }
             piece.tokens.push_back(Token{Token::Kind::end, {}, 0, 0.0, line});
             pieces.push_back(std::move(piece));

@@ -31,6 +31,7 @@ private:
     // Statements until one whose keyword is in `ends` (its name goes to `found`; its tokens
     // are then current), or the end of the template when `ends` is empty.
     Body parse_body(std::initializer_list<std::string_view> ends, std::string& found) {
+        const Nested nested(*this);
         Body body;
         while (index_ < pieces_.size()) {
             Piece& piece = pieces_[index_];
@@ -171,8 +172,22 @@ private:
         fail(line, "the statement '" + k + "' is not supported");
     }
 
+    // Nesting is bounded, so that a template of a million "(" or "if"s cannot exhaust the stack.
+    static constexpr int max_nesting = 100;
+    struct Nested {
+        Parser& p;
+        explicit Nested(Parser& parser) : p(parser) {
+            if (++p.nesting_ > max_nesting)
+                fail(p.tokens_ ? p.current().line : 1, "expressions or statements nested deeper than " + std::to_string(max_nesting));
+        }
+        ~Nested() { --p.nesting_; }
+        Nested(const Nested&) = delete;
+        Nested& operator=(const Nested&) = delete;
+    };
+
     // Expressions, lowest precedence first.
     ExprPtr parse_expression(bool with_condition = true) {
+        const Nested nested(*this);
         ExprPtr e = parse_or();
         while (with_condition && skip_name("if")) {
             auto c = std::make_unique<CondExpr>();
@@ -220,6 +235,7 @@ private:
         return e;
     }
     ExprPtr parse_not() {
+        const Nested nested(*this);
         if (current().kind == Token::Kind::name && current().text == "not") {
             const int line = current().line;
             ++at_;
@@ -289,6 +305,7 @@ private:
         return e;
     }
     ExprPtr parse_unary(bool with_filter = true) {
+        const Nested nested(*this);
         ExprPtr e;
         if (current().kind == Token::Kind::op && (current().text == "-" || current().text == "+")) {
             auto u = std::make_unique<Unary>();
@@ -545,6 +562,7 @@ private:
     int last_line() const { return pieces_.empty() ? 1 : pieces_.back().line; }
 
     std::vector<Piece> pieces_;
+    int nesting_ = 0;
     std::size_t index_ = 0;
     const std::vector<Token>* tokens_ = nullptr;
     std::size_t at_ = 0;

@@ -87,4 +87,8 @@ with tempfile.TemporaryDirectory() as tmp:
         sys.argv = ["hf_to_gguf.py", str(d), str(f), "--outtype", outtype]
         hf_to_gguf.main()
         put("fuzz_gguf", f"seed-{outtype}.gguf", f.read_bytes())
+# Chat templates: the ones tests/test_chat.cpp compares with Jinja2, and a small one.
+for t in sorted((root / "tests/data/chat/templates").glob("*.jinja")):
+    put("fuzz_chat_template", t.name, t.read_bytes())
+put("fuzz_chat_template", "small.jinja", b"{{ x }}{% for i in range(3) %}{{ loop.index }}{% endfor %}")
 print(f"wrote {sum(1 for _ in out.rglob('*') if _.is_file())} seeds under {out}")

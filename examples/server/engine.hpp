@@ -29,6 +29,9 @@ namespace tessera::server {
 
 using Clock = std::chrono::steady_clock;
 
+// Why a completion cancelled by --timeout ended (the server tells clients not to retry it).
+inline constexpr std::string_view timed_out = "the completion ran past the server's time limit (--timeout)";
+
 // What happens to one choice: a piece of its text, or its end (then `done` holds it).
 struct Event {
     std::size_t choice = 0;
@@ -151,7 +154,7 @@ private:
             for (Active& a : active_) {
                 if (!a.why.empty()) continue;
                 a.why = a.channel->cancelled() ? "the client went away"
-                        : now > a.deadline     ? "the completion ran past the server's time limit (--timeout)"
+                        : now > a.deadline     ? std::string(timed_out)
                         : now > grace_end      ? "the server is shutting down"
                                                : "";
                 if (!a.why.empty()) batch_.cancel(a.id);

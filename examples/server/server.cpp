@@ -70,9 +70,14 @@ struct Service {
     std::unique_ptr<Engine> engine;
 };
 
+// The message of the error this thread answered last, for the log line: the body itself may be
+// compressed by then (gzip, brotli: httplib compresses for clients that accept it).
+thread_local std::string last_error;
+
 void send_error(httplib::Response& res, int status, std::string_view message, std::string_view type, std::string_view param = {}) {
     res.status = status;
     res.set_content(dump(error_body(message, type, param)), "application/json");
+    last_error = message;
 }
 void send_error(httplib::Response& res, const ApiError& e) { send_error(res, e.status, e.what(), e.type, e.param); }
 
@@ -250,6 +255,9 @@ void complete(Service& service, const Settings& settings, const httplib::Request
         }
         if (const auto* failed = x->failure()) {
             x->log(failure_status(*failed));
+            // The same request would run past the limit again: OpenAI's clients retry a 503
+            // unless told not to.
+            if (failed->error == timed_out) res.set_header("x-should-retry", "false");
             return send_error(res, failure_status(*failed), failed->error, "server_error");
         }
         nlohmann::json choices = nlohmann::json::array();
@@ -451,7 +459,8 @@ int main(int argc, char** argv) {
         if (res.has_header("X-Request-Id")) return;
         metrics.request(route_label(req.path), res.status);
         std::fprintf(stderr, "%s %s: status %d%s%s\n", req.method.c_str(), req.path.c_str(), res.status,
-                     res.status >= 400 ? ": " : "", res.status >= 400 ? res.body.substr(0, 200).c_str() : "");
+                     res.status >= 400 ? ": " : "", res.status >= 400 ? last_error.substr(0, 200).c_str() : "");
+        last_error.clear();
     });
     const auto loaded = [&]() -> Service& {
         Service* p = ready.load();

@@ -616,3 +616,25 @@ test('a known endpoint asked with the wrong method is 405, and an empty API key 
   assert.equal(code, 2);
   assert.match(err, /--api-key is empty/);
 });
+
+test('a completion past --timeout is a 503 the client does not retry, and error logs stay readable under gzip', async () => {
+  await withServer(['--timeout', '0.001'], async (s) => {
+    const client = s.client({ maxRetries: 2 });
+    const [eos] = (await post(s.base, '/tokenize', JSON.stringify({ content: '<|endoftext|>', allow_special: true }))).json.tokens;
+    const long = { prompt, max_tokens: 100, temperature: 0, logit_bias: { [eos]: -100 } };  // no early end
+    await assert.rejects(client.completions.create(long), (e) => {
+      assert.equal(e.status, 503);
+      assert.match(e.message, /time limit \(--timeout\)/);
+      return true;
+    });
+    assert.equal((s.log().match(/cmpl-\w+: status 503/g) ?? []).length, 1, 'one attempt: x-should-retry: false');
+    const res = await fetch(`${s.base}/v1/completions`, {
+      method: 'POST', body: JSON.stringify({ prompt, temperature: 7 }),
+      headers: { 'Content-Type': 'application/json', 'Accept-Encoding': 'gzip' },
+    });
+    assert.equal(res.status, 400);
+    await res.text();
+    await new Promise((r) => setTimeout(r, 100));
+    assert.match(s.log(), /POST \/v1\/completions: status 400: 'temperature' must be in/);
+  });
+});

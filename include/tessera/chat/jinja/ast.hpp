@@ -42,7 +42,7 @@ struct Context {
     // Loop iterations and macro calls so far, bounded: a template must not run for hours
     // (real ones take thousands).
     std::uint64_t steps = 0;
-    static constexpr std::uint64_t max_steps = 10'000'000;
+    static constexpr std::uint64_t max_steps = 1'000'000;
     void step(int line) {
         if (++steps > max_steps)
             fail(line, "the template ran more than " + std::to_string(max_steps) + " loop iterations and macro calls");
@@ -371,9 +371,11 @@ struct MacroStmt final : Stmt {
         Scope* saved = ctx.scope;
         ctx.scope = &scope;
         ++ctx.call_depth;
-        for (const auto& [p, dflt] : parameters)
+        for (const auto& parameter : parameters) {  // (not a structured binding: clang 14 cannot capture one)
+            const std::string& p = parameter.first;
             if (!std::any_of(scope.vars.begin(), scope.vars.end(), [&](const auto& kv) { return kv.first == p; }))
-                scope.set(p, dflt ? dflt->eval(ctx) : Value::undefined(p));
+                scope.set(p, parameter.second ? parameter.second->eval(ctx) : Value::undefined(p));
+        }
         scope.set("varargs", Value(std::move(varargs)));
         scope.set("kwargs", Value(std::move(kwargs)));
         std::string out;

@@ -122,10 +122,16 @@ const tessera::chat::ChatTemplate& chat_template_of(const Service& service) {
 std::atomic<int> in_flight{0};
 Metrics metrics;
 
-// The routes /metrics counts by name; any other path counts as "other" (no label per stray path).
+// Every route and the method it takes: what /metrics counts by name (any other path counts as
+// "other": no label per stray path) and what answers 405 to another method.
+constexpr std::pair<const char*, const char*> routes[] = {
+    {"/health", "GET"},          {"/metrics", "GET"},          {"/v1/models", "GET"},
+    {"/v1/completions", "POST"}, {"/completions", "POST"},     {"/v1/chat/completions", "POST"},
+    {"/chat/completions", "POST"}, {"/apply-template", "POST"}, {"/tokenize", "POST"},
+    {"/detokenize", "POST"}};
+
 std::string route_label(const std::string& path) {
-    for (const char* route : {"/v1/completions", "/completions", "/v1/chat/completions", "/chat/completions", "/apply-template",
-                              "/v1/models", "/health", "/metrics", "/tokenize", "/detokenize"})
+    for (const auto& [route, method] : routes)
         if (path == route) return route;
     return "other";
 }
@@ -526,10 +532,7 @@ int main(int argc, char** argv) {
     }));
 
     // A known route asked with another method is 405 with the methods it takes (not 404).
-    for (const auto& [route, allow] : {std::pair{"/health", "GET"}, {"/metrics", "GET"}, {"/v1/models", "GET"},
-                                       {"/v1/completions", "POST"}, {"/completions", "POST"}, {"/v1/chat/completions", "POST"},
-                                       {"/chat/completions", "POST"}, {"/apply-template", "POST"}, {"/tokenize", "POST"},
-                                       {"/detokenize", "POST"}}) {
+    for (const auto& [route, allow] : routes) {
         const auto refuse = [allow = std::string(allow)](const httplib::Request& req, httplib::Response& res) {
             res.set_header("Allow", allow);
             send_error(res, 405, req.method + " is not allowed here: this endpoint takes " + allow, "invalid_request_error");

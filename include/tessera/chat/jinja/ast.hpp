@@ -14,24 +14,17 @@
 
 namespace tessera::chat::jinja {
 
+// A scope's names, then its parent's.
 struct Scope {
-    std::vector<std::pair<std::string, Value>> vars;
+    Object vars;
     const Scope* parent = nullptr;
 
     const Value* find(std::string_view name) const {
         for (const Scope* s = this; s; s = s->parent)
-            for (const auto& [k, v] : s->vars)
-                if (k == name) return &v;
+            if (const Value* v = s->vars.find(name)) return v;
         return nullptr;
     }
-    void set(const std::string& name, Value value) {
-        for (auto& [k, v] : vars)
-            if (k == name) {
-                v = std::move(value);
-                return;
-            }
-        vars.emplace_back(name, std::move(value));
-    }
+    void set(std::string name, Value value) { vars.set(std::move(name), std::move(value)); }
 };
 
 struct Context {
@@ -371,10 +364,9 @@ struct MacroStmt final : Stmt {
         Scope* saved = ctx.scope;
         ctx.scope = &scope;
         ++ctx.call_depth;
-        for (const auto& parameter : parameters) {  // (not a structured binding: clang 14 cannot capture one)
+        for (const auto& parameter : parameters) {
             const std::string& p = parameter.first;
-            if (!std::any_of(scope.vars.begin(), scope.vars.end(), [&](const auto& kv) { return kv.first == p; }))
-                scope.set(p, parameter.second ? parameter.second->eval(ctx) : Value::undefined(p));
+            if (!scope.vars.find(p)) scope.set(p, parameter.second ? parameter.second->eval(ctx) : Value::undefined(p));
         }
         scope.set("varargs", Value(std::move(varargs)));
         scope.set("kwargs", Value(std::move(kwargs)));

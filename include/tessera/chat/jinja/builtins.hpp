@@ -28,10 +28,6 @@ inline constexpr std::size_t max_built_size = std::size_t{1} << 26;
 
 namespace detail {
 
-inline bool is_python_space(std::string_view cp) {
-    return cp.size() == 1 && (cp[0] == ' ' || (cp[0] >= '\t' && cp[0] <= '\r') || (cp[0] >= '\x1c' && cp[0] <= '\x1f'));
-}
-
 inline char ascii_upper(char c) { return c >= 'a' && c <= 'z' ? static_cast<char>(c - 32) : c; }
 inline char ascii_lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; }
 
@@ -51,7 +47,7 @@ inline std::string strip(std::string_view s, const Value* chars, bool left, bool
     const bool by_chars = chars && !chars->is_none() && !chars->is_undefined();
     if (by_chars) set = code_points(chars->as_string());
     const auto strips = [&](std::string_view cp) {
-        return by_chars ? std::find(set.begin(), set.end(), cp) != set.end() : is_python_space(cp);
+        return by_chars ? std::find(set.begin(), set.end(), cp) != set.end() : cp.size() == 1 && is_python_space(cp[0]);
     };
     std::size_t b = 0, e = cps.size();
     if (left)
@@ -70,16 +66,16 @@ inline Value split(const std::string& s, const Value* sep, const Value* maxsplit
     if (!sep || sep->is_none()) {
         std::size_t i = 0;
         while (true) {
-            while (i < s.size() && is_python_space(std::string_view(&s[i], 1))) ++i;
+            while (i < s.size() && is_python_space(s[i])) ++i;
             if (i >= s.size()) break;
             if (max == 0) {
                 std::size_t e = s.size();
-                while (e > i && is_python_space(std::string_view(&s[e - 1], 1))) --e;
+                while (e > i && is_python_space(s[e - 1])) --e;
                 out.emplace_back(s.substr(i, e - i));
                 break;
             }
             std::size_t j = i;
-            while (j < s.size() && !is_python_space(std::string_view(&s[j], 1))) ++j;
+            while (j < s.size() && !is_python_space(s[j])) ++j;
             out.emplace_back(s.substr(i, j - i));
             --max;
             i = j;
@@ -421,7 +417,7 @@ inline Value call_method(const Value& object, const std::string& name, const Arg
         const bool d = c >= '0' && c <= '9', up = c >= 'A' && c <= 'Z', lo = c >= 'a' && c <= 'z';
         any_cased |= up || lo;
         if (name == "isdigit") all &= d;
-        else if (name == "isspace") all &= detail::is_python_space(std::string_view(&c, 1));
+        else if (name == "isspace") all &= is_python_space(c);
         else if (name == "isalpha") all &= up || lo;
         else if (name == "isalnum") all &= up || lo || d;
         else if (name == "isupper") all &= !lo;
@@ -577,7 +573,7 @@ inline Value apply_filter(const std::string& name, const Value& v, const Argumen
         std::string out = v.str();
         bool start = true;
         for (char& c : out) {
-            const bool sep = c == '-' || c == '(' || c == '{' || c == '[' || c == '<' || detail::is_python_space(std::string_view(&c, 1));
+            const bool sep = c == '-' || c == '(' || c == '{' || c == '[' || c == '<' || is_python_space(c);
             c = sep ? c : start ? detail::ascii_upper(c) : detail::ascii_lower(c);
             start = sep;
         }

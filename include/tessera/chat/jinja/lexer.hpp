@@ -37,7 +37,6 @@ struct Piece {
 
 namespace detail {
 
-inline bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
 inline bool is_name_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 inline bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
@@ -149,7 +148,7 @@ inline std::vector<Piece> lex(std::string_view raw) {
         if (sign) ++p;
         if (sign == '-') {
             std::size_t keep = text.size();
-            while (keep > 0 && detail::is_space(text[keep - 1])) --keep;
+            while (keep > 0 && is_python_space(text[keep - 1])) --keep;
             text.resize(keep);
         } else if (sign != '+' && kind != '{') {
             // lstrip_blocks: only spaces and tabs between the line's start and the tag.
@@ -173,7 +172,7 @@ inline std::vector<Piece> lex(std::string_view raw) {
             Piece piece{kind == '{' ? Piece::Kind::output : Piece::Kind::statement, {}, {}, line};
             int open_brackets = 0;  // as Jinja2: inside ( [ {, "}}" and "%}" are operators, not the tag's end
             while (true) {
-                while (p < src.size() && detail::is_space(src[p])) line += src[p++] == '\n';
+                while (p < src.size() && is_python_space(src[p])) line += src[p++] == '\n';
                 if (p >= src.size())
                     throw TemplateError("line " + std::to_string(piece.line) + ": a tag is not closed with " +
                                         std::string(1, closer) + "}");
@@ -251,7 +250,7 @@ inline std::vector<Piece> lex(std::string_view raw) {
         }
         pos = end;
         if (end_sign == '-') {
-            while (pos < src.size() && detail::is_space(src[pos])) line += src[pos++] == '\n';
+            while (pos < src.size() && is_python_space(src[pos])) line += src[pos++] == '\n';
         } else if (end_sign != '+' && kind != '{' && pos < src.size() && src[pos] == '\n') {
             ++pos;  // trim_blocks
             ++line;

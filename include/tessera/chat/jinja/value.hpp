@@ -139,6 +139,10 @@ private:
     std::shared_ptr<Function> function_;
 };
 
+// Python's whitespace among the ASCII characters (str.isspace, str.strip, re's \s): space, \t to
+// \r, and the separators \x1c to \x1f.
+inline bool is_python_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r') || (c >= '\x1c' && c <= '\x1f'); }
+
 // The code points of a UTF-8 string, each as its bytes: Python indexes, slices and counts
 // strings by code point.
 inline std::vector<std::string_view> code_points(std::string_view s) {

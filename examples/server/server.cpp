@@ -16,12 +16,14 @@
 #include <pthread.h>  // pthread_sigmask
 #include <signal.h>   // sigwait, SIGTERM, SIGINT, SIGPIPE
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <limits>
 #include <random>
@@ -29,10 +31,12 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "../command_line.hpp"
 #include "engine.hpp"
+#include "http_server.hpp"
 #include "metrics.hpp"
 #include "openai_api.hpp"
 
@@ -41,13 +45,10 @@
 #include <tessera/models/open_model.hpp>
 #include <tessera/models/open_tokenizer.hpp>
 
-// After Eigen (through tessera): httplib.h brings <resolv.h>, whose `_res` macro would rewrite
-// a parameter name inside Eigen's templates.
-#include <httplib.h>
-
 namespace {
 
 using namespace tessera::server;
+using http::Exchange, http::Response;
 using std::chrono::milliseconds;
 
 struct Settings {
@@ -55,7 +56,8 @@ struct Settings {
     int port = 8080;
     std::size_t parallel = 8, queue = 64, context = 0, max_body = 1 << 20;
     unsigned threads = tessera::Cpu::default_threads();
-    double timeout = 600, read_timeout = 30, shutdown_grace = 10;
+    double timeout = 600, read_timeout = 30, write_timeout = 30, shutdown_grace = 10;
+    std::size_t max_connections = 1024, max_connections_per_client = 256;
     bool context_shift = false, no_prompt_cache = false;
     std::optional<tessera::WeightFormatId> weights;
     tessera::KvPrecision kv_cache = tessera::KvPrecision::f32;
@@ -70,21 +72,24 @@ struct Service {
     std::unique_ptr<Engine> engine;
 };
 
-// The message of the error this thread answered last, for the log line: the body itself may be
-// compressed by then (gzip, brotli: httplib compresses for clients that accept it).
+// The message of the error this thread answered last, for the log line.
 thread_local std::string last_error;
 
-void send_error(httplib::Response& res, int status, std::string_view message, std::string_view type, std::string_view param = {}) {
+void send_error(Response& res, int status, std::string_view message, std::string_view type, std::string_view param = {}) {
     res.status = status;
-    res.set_content(dump(error_body(message, type, param)), "application/json");
+    res.content_type = "application/json";
+    res.body = dump(error_body(message, type, param));
     last_error = message;
 }
-void send_error(httplib::Response& res, const ApiError& e) { send_error(res, e.status, e.what(), e.type, e.param); }
+void send_error(Response& res, const ApiError& e) { send_error(res, e.status, e.what(), e.type, e.param); }
 
-void send_json(httplib::Response& res, const nlohmann::json& j) { res.set_content(dump(j), "application/json"); }
+void send_json(Response& res, const nlohmann::json& j) {
+    res.content_type = "application/json";
+    res.body = dump(j);
+}
 
 // The body as a JSON value; invalid JSON (including invalid UTF-8) is a 400 naming where.
-nlohmann::json parse_body(const httplib::Request& req) {
+nlohmann::json parse_body(const http::Request& req) {
     try {
         return nlohmann::json::parse(req.body);
     } catch (const nlohmann::json::exception& e) {  // a syntax error, invalid UTF-8, a number beyond double (1e999)
@@ -138,11 +143,11 @@ std::string route_label(const std::string& path) {
 std::atomic<bool> stopping{false};
 
 // One completion request in flight: its choices' progress, for the response and the log line.
-struct Exchange {
-    Exchange() { ++in_flight; }
-    Exchange(const Exchange&) = delete;
-    Exchange& operator=(const Exchange&) = delete;
-    ~Exchange() { --in_flight; }
+struct InFlight {
+    InFlight() { ++in_flight; }
+    InFlight(const InFlight&) = delete;
+    InFlight& operator=(const InFlight&) = delete;
+    ~InFlight() { --in_flight; }
 
     std::string id, model;
     CompletionRequest request;
@@ -215,8 +220,9 @@ struct Exchange {
 
 int failure_status(const tessera::Completion& c) { return c.stop_reason == tessera::StopReason::error ? 500 : 503; }
 
-void complete(Service& service, const Settings& settings, const httplib::Request& req, httplib::Response& res, bool chat) {
-    auto x = std::make_shared<Exchange>();
+void complete(Service& service, const Settings& settings, Exchange& exchange, Response& res, bool chat) {
+    const http::Request& req = exchange.request();
+    auto x = std::make_shared<InFlight>();
     x->id = completion_id(chat);
     x->model = settings.alias;
     const std::size_t context = service.engine->options().context;
@@ -252,7 +258,8 @@ void complete(Service& service, const Settings& settings, const httplib::Request
                                 " choices run or wait; see --parallel and --queue) or shutting down; retry later",
                        "", "server_error");
     }
-    res.set_header("X-Request-Id", x->id);  // in the engine: Exchange::log writes its line
+    res.set_header("X-Request-Id", x->id);  // logged by InFlight::log
+    exchange.on_gone([channel = x->channel] { channel->cancel(); });  // nobody waits for it any more
 
     if (!r.stream) {
         for (bool running = true; running;) {
@@ -260,7 +267,7 @@ void complete(Service& service, const Settings& settings, const httplib::Request
             running = x->apply(events);
         }
         if (const auto* failed = x->failure()) {
-            x->log(failure_status(*failed));
+            x->log(exchange.gone() ? 499 : failure_status(*failed));
             // The same request would run past the limit again: OpenAI's clients retry a 503
             // unless told not to.
             if (failed->error == timed_out) res.set_header("x-should-retry", "false");
@@ -293,92 +300,106 @@ void complete(Service& service, const Settings& settings, const httplib::Request
     // Streamed: one event per piece of text, the finish_reason with each choice's last event,
     // usage if asked, then [DONE]. A chat stream opens each choice with its role and ends it with
     // an empty delta that carries the finish_reason. A failed write (the client left) cancels the choices.
-    auto& tokenizer = *service.tokenizer;
-    res.set_chunked_content_provider(
-        "text/event-stream",
-        [x, &tokenizer, opened = false](std::size_t, httplib::DataSink& sink) mutable {
-            const auto send = [&](const nlohmann::json& j) {
-                const std::string event = "data: " + dump(j) + "\n\n";
-                return sink.write(event.data(), event.size());
-            };
-            const bool chat = x->request.chat;
-            const auto delta = [&](std::size_t choice, nlohmann::json d) {
-                return nlohmann::json{{"index", choice}, {"delta", std::move(d)}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
-            };
-            if (chat && !opened) {
-                opened = true;
-                for (std::size_t i = 0; i < x->done.size(); ++i)
-                    if (!send(x->chunk(nlohmann::json::array({delta(i, {{"role", "assistant"}, {"content", ""}})}), true))) return false;
-            }
+    const auto& tokenizer = *service.tokenizer;
+    const auto send = [&](const nlohmann::json& j) { return exchange.write("data: " + dump(j) + "\n\n"); };
+    const bool chat_stream = r.chat;
+    const auto delta = [&](std::size_t choice, nlohmann::json d) {
+        return nlohmann::json{{"index", choice}, {"delta", std::move(d)}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
+    };
+    res.content_type = "text/event-stream";
+    res.set_header("Cache-Control", "no-cache");
+    // Every event goes out as it is made: a write that fails (the client left) ends the loop.
+    const auto stream = [&]() -> bool {
+        if (!exchange.start_stream(res)) return false;
+        if (chat_stream) {
+            for (std::size_t i = 0; i < x->done.size(); ++i)
+                if (!send(x->chunk(nlohmann::json::array({delta(i, {{"role", "assistant"}, {"content", ""}})}), true))) return false;
+        }
+        for (bool running = true; running;) {
             auto events = x->channel->wait(milliseconds(1000));
             if (events.empty()) {  // a comment keeps the connection alive and finds a client gone
-                static constexpr char ping[] = ": ping\n\n";
-                return sink.write(ping, sizeof ping - 1);
+                if (!exchange.write(": ping\n\n")) return false;
+                continue;
             }
-            const bool running = x->apply(events);
+            running = x->apply(events);
             for (const Event& e : events) {
-                if (chat) {
+                const tessera::Completion* c = e.done ? &*x->done[e.choice] : nullptr;
+                if (c && (c->stop_reason == tessera::StopReason::error || c->stop_reason == tessera::StopReason::cancelled)) {
+                    if (chat_stream && !e.text.empty() && !send(x->chunk(nlohmann::json::array({delta(e.choice, {{"content", e.text}})}), true)))
+                        return false;
+                    if (!send(error_body(c->error, "server_error"))) return false;
+                    continue;
+                }
+                if (chat_stream) {
                     if (!e.text.empty() && !send(x->chunk(nlohmann::json::array({delta(e.choice, {{"content", e.text}})}), true))) return false;
-                    if (!e.done) continue;
-                    const tessera::Completion& c = *x->done[e.choice];
-                    if (c.stop_reason == tessera::StopReason::error || c.stop_reason == tessera::StopReason::cancelled) {
-                        if (!send(error_body(c.error, "server_error"))) return false;
-                        continue;
-                    }
+                    if (!c) continue;
                     nlohmann::json last = delta(e.choice, nlohmann::json::object());
-                    last["finish_reason"] = finish_reason(c.stop_reason);
-                    if (x->request.generation.logprobs) last["logprobs"] = chat_logprobs_json(c, tokenizer);
+                    last["finish_reason"] = finish_reason(c->stop_reason);
+                    if (r.generation.logprobs) last["logprobs"] = chat_logprobs_json(*c, tokenizer);
                     if (!send(x->chunk(nlohmann::json::array({std::move(last)}), true))) return false;
                     continue;
                 }
                 nlohmann::json choice = {{"text", e.text}, {"index", e.choice}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
-                if (e.done) {
-                    const tessera::Completion& c = *x->done[e.choice];
-                    if (c.stop_reason == tessera::StopReason::error || c.stop_reason == tessera::StopReason::cancelled) {
-                        if (!send(error_body(c.error, "server_error"))) return false;
-                        continue;
-                    }
-                    choice["finish_reason"] = finish_reason(c.stop_reason);
-                    if (x->request.generation.logprobs) {  // the tokens' log-probabilities come with the last event
-                        choice["logprobs"] = logprobs_json(c, 0, c.tokens.size(), x->request.echo ? x->prompt_text(e.choice).size() : 0, tokenizer);
+                if (c) {
+                    choice["finish_reason"] = finish_reason(c->stop_reason);
+                    if (r.generation.logprobs) {  // the tokens' log-probabilities come with the last event
+                        choice["logprobs"] = logprobs_json(*c, 0, c->tokens.size(), r.echo ? x->prompt_text(e.choice).size() : 0, tokenizer);
                     }
                 }
-                if (!e.text.empty() || e.done) {
-                    if (!send(x->chunk(nlohmann::json::array({std::move(choice)})))) return false;
-                }
+                if ((!e.text.empty() || c) && !send(x->chunk(nlohmann::json::array({std::move(choice)})))) return false;
             }
-            if (running) return true;
-            if (x->request.include_usage) {
-                nlohmann::json last = x->chunk(nlohmann::json::array(), true);
-                last["usage"] = x->usage();
-                if (!send(last)) return false;
-            }
-            static constexpr char done[] = "data: [DONE]\n\n";
-            if (!sink.write(done, sizeof done - 1)) return false;
-            sink.done();
-            return true;
-        },
-        [x](bool success) {
-            if (!success) x->channel->cancel();
-            const auto* failed = x->failure();
-            x->log(!success ? 499 : failed ? failure_status(*failed) : 200);
-        });
+        }
+        if (r.include_usage) {
+            nlohmann::json last = x->chunk(nlohmann::json::array(), true);
+            last["usage"] = x->usage();
+            if (!send(last)) return false;
+        }
+        if (!exchange.write("data: [DONE]\n\n")) return false;
+        exchange.finish();
+        return true;
+    };
+    const bool delivered = stream();
+    if (!delivered) x->channel->cancel();
+    const auto* failed = x->failure();
+    x->log(!delivered ? 499 : failed ? failure_status(*failed) : 200);
 }
 
-// Runs a route's body, turning its errors into OpenAI's error object.
-template <class Body>
-httplib::Server::Handler api(Body body) {
-    return [body](const httplib::Request& req, httplib::Response& res) {
-        try {
-            body(req, res);
-        } catch (const ApiError& e) {
-            send_error(res, e);
-        } catch (const tessera::ArgumentError& e) {
-            send_error(res, 400, e.what(), "invalid_request_error");
-        } catch (const std::exception& e) {
-            send_error(res, 500, e.what(), "server_error");
+using Handler = std::function<void(Exchange&, Response&)>;
+
+// Routes a request: 404 for an unknown path, 405 with Allow for a known one asked with another
+// method, 401 without the API key (except /health); the handler's errors become OpenAI's error
+// object. A completion logs its own line (InFlight::log sets X-Request-Id); the rest are logged here.
+void serve(Exchange& exchange, const std::unordered_map<std::string, Handler>& handlers, const std::string& api_key) {
+    const http::Request& req = exchange.request();
+    Response res;
+    try {
+        const auto route = std::find_if(std::begin(routes), std::end(routes), [&](const auto& r) { return req.path == r.first; });
+        if (route == std::end(routes)) throw ApiError(404, "no such endpoint: " + req.path);
+        if (req.method != route->second) {
+            res.set_header("Allow", route->second);
+            throw ApiError(405, req.method + " is not allowed here: this endpoint takes " + route->second);
         }
-    };
+        if (!api_key.empty() && req.path != "/health") {
+            const std::string_view auth = req.header("Authorization");
+            const std::string_view given = auth.substr(0, 7) == "Bearer " ? auth.substr(7) : std::string_view();
+            if (!same_key(given, api_key))
+                throw ApiError(401, auth.empty() ? "no API key given (Authorization: Bearer KEY)" : "incorrect API key");
+        }
+        handlers.at(req.path)(exchange, res);
+    } catch (const ApiError& e) {
+        send_error(res, e);
+    } catch (const tessera::ArgumentError& e) {
+        send_error(res, 400, e.what(), "invalid_request_error");
+    } catch (const std::exception& e) {
+        send_error(res, 500, e.what(), "server_error");
+    }
+    if (!res.has_header("X-Request-Id")) {
+        metrics.request(route_label(req.path), res.status);
+        std::fprintf(stderr, "%s %s: status %d%s%s\n", req.method.c_str(), req.path.c_str(), res.status, res.status >= 400 ? ": " : "",
+                     res.status >= 400 ? last_error.substr(0, 200).c_str() : "");
+    }
+    last_error.clear();
+    if (!exchange.responded()) exchange.respond(res);  // a stream has answered already
 }
 
 }  // namespace
@@ -409,8 +430,13 @@ int main(int argc, char** argv) {
     app.add_option("--max-choices", s.limits.max_choices, "the most choices (prompts x n) in one request")->check(whole_number<std::size_t>(1, 1024));
     app.add_option("--timeout", s.timeout, "seconds a completion may run before it is cancelled")
         ->check(real_number(0, Bound::open, max_seconds, Bound::closed));
-    app.add_option("--read-timeout", s.read_timeout, "seconds to receive a request")
+    app.add_option("--read-timeout", s.read_timeout, "seconds to receive a whole request, or to wait for the next on an idle connection (more: 408, closed)")
         ->check(real_number(0, Bound::open, max_seconds, Bound::closed));
+    app.add_option("--write-timeout", s.write_timeout, "seconds a client may read nothing of a response it is owed (more: dropped, its completion cancelled)")
+        ->check(real_number(0, Bound::open, max_seconds, Bound::closed));
+    app.add_option("--max-connections", s.max_connections, "open connections in all (more: 503)")->check(whole_number<std::size_t>(1, 1 << 20));
+    app.add_option("--max-connections-per-client", s.max_connections_per_client, "open connections from one address (more: 503)")
+        ->check(whole_number<std::size_t>(1, 1 << 20));
     app.add_option("--shutdown-grace", s.shutdown_grace, "seconds running completions may finish after SIGTERM/SIGINT")
         ->check(real_number(0, Bound::closed, max_seconds, Bound::closed));
     try {
@@ -437,56 +463,22 @@ int main(int argc, char** argv) {
 
     Service service;
     std::atomic<Service*> ready{nullptr};
-    httplib::Server http;
-    const std::size_t http_threads = s.parallel + s.queue + 8;  // streams hold a thread each
-    http.new_task_queue = [http_threads] { return new httplib::ThreadPool(http_threads); };
-    http.set_payload_max_length(s.max_body);
-    http.set_read_timeout(std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::duration<double>(s.read_timeout)));
-    http.set_error_handler([](const httplib::Request&, httplib::Response& res) {
-        if (!res.body.empty()) return;
-        const int status = res.status;
-        const char* message = status == 404   ? "no such endpoint"
-                              : status == 413 ? "the request body is larger than the server accepts (--max-body)"
-                              : status == 405 ? "this endpoint does not take that method"
-                                              : "the request could not be served";
-        send_error(res, status, message, status == 413 || status == 404 ? "invalid_request_error" : "server_error");
-    });
-    http.set_pre_routing_handler([&s](const httplib::Request& req, httplib::Response& res) {
-        if (s.api_key.empty() || req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
-        const std::string auth = req.get_header_value("Authorization");
-        const std::string_view given = auth.rfind("Bearer ", 0) == 0 ? std::string_view(auth).substr(7) : std::string_view();
-        if (same_key(given, s.api_key)) return httplib::Server::HandlerResponse::Unhandled;
-        send_error(res, 401, auth.empty() ? "no API key given (Authorization: Bearer KEY)" : "incorrect API key", "invalid_request_error");
-        return httplib::Server::HandlerResponse::Handled;
-    });
-    // A completion that reached the engine logs its own line (Exchange::log, X-Request-Id set);
-    // every other request is logged here.
-    http.set_logger([](const httplib::Request& req, const httplib::Response& res) {
-        if (res.has_header("X-Request-Id")) return;
-        metrics.request(route_label(req.path), res.status);
-        std::fprintf(stderr, "%s %s: status %d%s%s\n", req.method.c_str(), req.path.c_str(), res.status,
-                     res.status >= 400 ? ": " : "", res.status >= 400 ? last_error.substr(0, 200).c_str() : "");
-        last_error.clear();
-    });
     const auto loaded = [&]() -> Service& {
         Service* p = ready.load();
         if (!p) throw ApiError(503, "the model is loading", "", "server_error");
         return *p;
     };
-
-    http.Get("/health", [&](const httplib::Request&, httplib::Response& res) {
-        if (!ready.load() || stopping) {
-            res.status = 503;
-            return send_json(res, {{"status", stopping ? "stopping" : "loading"}});
-        }
-        send_json(res, {{"status", "ok"}});
-    });
-    http.Get("/metrics", [&](const httplib::Request&, httplib::Response& res) {
+    std::unordered_map<std::string, Handler> handlers;
+    handlers["/health"] = [&](Exchange&, Response& res) {
+        if (!ready.load() || stopping) res.status = 503;
+        send_json(res, {{"status", stopping ? "stopping" : ready.load() ? "ok" : "loading"}});
+    };
+    handlers["/metrics"] = [&](Exchange&, Response& res) {
         const Service* sv = ready.load();
-        res.set_content(metrics.text(sv ? sv->engine->waiting() : 0, sv ? sv->engine->running() : 0, s.parallel),
-                        "text/plain; version=0.0.4");
-    });
-    http.Get("/v1/models", api([&](const httplib::Request&, httplib::Response& res) {
+        res.content_type = "text/plain; version=0.0.4";
+        res.body = metrics.text(sv ? sv->engine->waiting() : 0, sv ? sv->engine->running() : 0, s.parallel);
+    };
+    handlers["/v1/models"] = [&](Exchange&, Response& res) {
         Service& sv = loaded();
         send_json(res, {{"object", "list"},
                         {"data",
@@ -502,73 +494,78 @@ int main(int argc, char** argv) {
                              {"context_length", sv.engine->options().context},
                              {"parallel", sv.engine->options().sequences},
                              {"chat_template", sv.chat_template.has_value()}}}}}}});
-    }));
-    const auto on_completions = api([&](const httplib::Request& req, httplib::Response& res) { complete(loaded(), s, req, res, false); });
-    http.Post("/v1/completions", on_completions);
-    http.Post("/completions", on_completions);
-    const auto on_chat = api([&](const httplib::Request& req, httplib::Response& res) { complete(loaded(), s, req, res, true); });
-    http.Post("/v1/chat/completions", on_chat);
-    http.Post("/chat/completions", on_chat);
-    http.Post("/apply-template", api([&](const httplib::Request& req, httplib::Response& res) {
-        send_json(res, {{"prompt", chat_prompt(parse_body(req), chat_template_of(loaded()))}});
-    }));
-    http.Post("/tokenize", api([&](const httplib::Request& req, httplib::Response& res) {
+    };
+    handlers["/v1/completions"] = handlers["/completions"] = [&](Exchange& x, Response& res) { complete(loaded(), s, x, res, false); };
+    handlers["/v1/chat/completions"] = handlers["/chat/completions"] = [&](Exchange& x, Response& res) { complete(loaded(), s, x, res, true); };
+    handlers["/apply-template"] = [&](Exchange& x, Response& res) {
+        send_json(res, {{"prompt", chat_prompt(parse_body(x.request()), chat_template_of(loaded()))}});
+    };
+    handlers["/tokenize"] = [&](Exchange& x, Response& res) {
         const Service& sv = loaded();
-        const nlohmann::json body = parse_body(req);
+        const nlohmann::json body = parse_body(x.request());
         const nlohmann::json* content = body.is_object() ? tessera::server::detail::field(body, "content") : nullptr;
         if (!content || !content->is_string()) throw ApiError(400, "'content' must be a string", "content");
         bool special = false;
         if (const auto* v = tessera::server::detail::field(body, "allow_special")) special = tessera::server::detail::boolean(*v, "allow_special");
         send_json(res, {{"tokens", sv.tokenizer->encode(content->get<std::string>(),
                                                        special ? tessera::SpecialTokens::allowed : tessera::SpecialTokens::as_text)}});
-    }));
-    http.Post("/detokenize", api([&](const httplib::Request& req, httplib::Response& res) {
+    };
+    handlers["/detokenize"] = [&](Exchange& x, Response& res) {
         const Service& sv = loaded();
-        const nlohmann::json body = parse_body(req);
+        const nlohmann::json body = parse_body(x.request());
         const nlohmann::json* tokens = body.is_object() ? tessera::server::detail::field(body, "tokens") : nullptr;
         if (!tokens || !tokens->is_array()) throw ApiError(400, "'tokens' must be an array of token ids", "tokens");
         const auto ids = tessera::server::detail::token_ids(*tokens, "tokens", sv.tokenizer->vocab_size());
         send_json(res, {{"content", sv.tokenizer->decode(ids)}});
-    }));
+    };
 
-    // A known route asked with another method is 405 with the methods it takes (not 404).
-    for (const auto& [route, allow] : routes) {
-        const auto refuse = [allow = std::string(allow)](const httplib::Request& req, httplib::Response& res) {
-            res.set_header("Allow", allow);
-            send_error(res, 405, req.method + " is not allowed here: this endpoint takes " + allow, "invalid_request_error");
-        };
-        if (std::string_view(allow) == "GET") http.Post(route, refuse);
-        else http.Get(route, refuse);
-        http.Put(route, refuse);
-        http.Delete(route, refuse);
-        http.Patch(route, refuse);
-    }
-
-    const int port = s.port == 0 ? http.bind_to_any_port(s.host) : (http.bind_to_port(s.host, s.port) ? s.port : -1);
-    if (port < 0) {
-        std::cerr << "server: cannot listen on " << s.host << ":" << s.port << '\n';
+    http::Options options;
+    options.host = s.host;
+    options.port = s.port;
+    options.limits.body = s.max_body;
+    options.read_timeout = s.read_timeout;
+    options.write_timeout = s.write_timeout;
+    options.max_connections = s.max_connections;
+    options.max_connections_per_client = s.max_connections_per_client;
+    options.workers = s.parallel + s.queue + 8;  // a completion holds a worker while it runs
+    options.refusal = [](int status, const std::string& message) {
+        Response r{status, "application/json", {}, dump(error_body(message, status >= 500 ? "server_error" : "invalid_request_error"))};
+        if (status == 503) r.set_header("Retry-After", "1");
+        return r;
+    };
+    options.refused = [](const std::string& client, int status, const std::string& message) {
+        metrics.request("other", status);
+        std::fprintf(stderr, "%s: status %d: %s\n", client.c_str(), status, message.c_str());
+    };
+    std::unique_ptr<http::Server> http;
+    try {
+        // /health and /metrics answer on the event loop itself: under any load, at once.
+        http = std::make_unique<http::Server>(
+            options, [&](Exchange& x) { serve(x, handlers, s.api_key); },
+            [&](Exchange& x) {
+                if (x.request().path != "/health" && x.request().path != "/metrics") return false;
+                serve(x, handlers, s.api_key);
+                return true;
+            });
+    } catch (const std::exception& e) {
+        std::cerr << "server: " << e.what() << '\n';
         return 1;
     }
-    std::atomic<bool> listened{false};
-    std::thread listener([&] {
-        http.listen_after_bind();
-        listened = true;
-    });
-    std::fprintf(stderr, "server: listening on http://%s:%d (loading %s)\n", s.host.c_str(), port, s.model_path.c_str());
+    std::thread listener([&] { http->run(); });
+    std::fprintf(stderr, "server: listening on http://%s:%d (loading %s)\n", s.host.c_str(), http->port(), s.model_path.c_str());
 
     std::thread signal_waiter([&] {
         int sig = 0;
         sigwait(&signals, &sig);
         std::fprintf(stderr, "server: %s, stopping\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
         // New completions get 503 while those running finish (within the grace); then the port
-        // closes (httplib's stop() would cut running streams, so it comes last).
+        // closes (stop() closes every connection, so it comes last).
         stopping = true;
         const auto grace = std::chrono::duration_cast<milliseconds>(std::chrono::duration<double>(s.shutdown_grace));
         if (Service* p = ready.load()) p->engine->drain(grace);
         const auto give_up = Clock::now() + grace + std::chrono::seconds(5);  // for writes to a stalled client
         while (in_flight > 0 && Clock::now() < give_up) std::this_thread::sleep_for(milliseconds(10));
-        while (!http.is_running() && !listened) std::this_thread::sleep_for(milliseconds(10));  // stop() needs a running server
-        http.stop();
+        http->stop();
     });
     int rc = 0;
     try {

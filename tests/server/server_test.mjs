@@ -245,7 +245,7 @@ test('invalid requests get OpenAI errors naming the parameter', async () => {
     }
     const notFound = await fetch(s.base + '/v1/nothing');
     assert.equal(notFound.status, 404);
-    assert.equal((await notFound.json()).error.message, 'no such endpoint');
+    assert.equal((await notFound.json()).error.message, 'no such endpoint: /v1/nothing');
     const health = await fetch(s.base + '/health');
     assert.equal(health.status, 200);
   });

@@ -199,6 +199,7 @@ private:
     bool continue_sent_ = false;
     std::uint32_t events_ = 0;
     bool watched_ = false;  // added to the epoll set
+    bool counted_ = true;   // in the connection limits
 
     // Shared with the worker that serves the current request.
     std::mutex mutex_;
@@ -498,8 +499,11 @@ private:
             std::size_t& mine = per_client_[c->client_];
             ++mine;
             if (connection_count_ > options_.max_connections || mine > options_.max_connections_per_client) {
-                refuse(c, 503, connection_count_ > options_.max_connections
-                                   ? "the server has too many connections (--max-connections); retry later"
+                const bool all = connection_count_ > options_.max_connections;
+                --connection_count_;  // a refused connection holds no place while it closes
+                if (--mine == 0) per_client_.erase(c->client_);
+                c->counted_ = false;
+                refuse(c, 503, all ? "the server has too many connections (--max-connections); retry later"
                                    : "this client has too many connections (--max-connections-per-client); close some or retry later");
             }
         }
@@ -701,6 +705,7 @@ private:
         }
         c->drained_.notify_all();
         connections_.erase(c->fd_);
+        if (!c->counted_) return gone ? gone() : void();
         --connection_count_;
         if (const auto it = per_client_.find(c->client_); it != per_client_.end() && --it->second == 0) per_client_.erase(it);
         if (gone) gone();

@@ -9,7 +9,7 @@ seconds=${1:-60}
 shift || true
 harnesses=("$@")
 [ ${#harnesses[@]} -gt 0 ] || harnesses=(fuzz_json fuzz_gguf fuzz_tokenizer fuzz_tokenizer_files fuzz_safetensors fuzz_config fuzz_checkpoint
-                                         fuzz_completion_request fuzz_chat_template)
+                                         fuzz_completion_request fuzz_chat_template fuzz_http_request)
 CXX=clang++ CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTESSERA_FUZZ=ON \
     -DTESSERA_BUILD_TESTS=OFF -DTESSERA_BUILD_EXAMPLES=OFF -DTESSERA_BUILD_BENCHMARKS=OFF \
     -DTESSERA_ENABLE_CUDA=OFF -DTESSERA_NATIVE=OFF >/dev/null

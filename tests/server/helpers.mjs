@@ -15,8 +15,8 @@ export const CHAT_MODEL = process.env.CHAT_MODEL;
 export const TEMPLATES = process.env.CHAT_TEMPLATES;
 
 // Starts the server; resolves once /health says ok. Every test stops its server.
-export async function startServer(args = [], model = MODEL) {
-  const proc = spawn(SERVER, ['--model', model, '--port', '0', '--threads', '2', ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
+export async function startServer(args = [], model = MODEL, binary = SERVER) {
+  const proc = spawn(binary, ['--model', model, '--port', '0', '--threads', '2', ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
   let log = '';
   const port = await new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error('the server did not start: ' + log)), 20000);

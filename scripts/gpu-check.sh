@@ -5,7 +5,7 @@
 # benchmark, and prints a short summary. Made for a machine with only the CUDA toolkit, CMake, a
 # compiler and python3 with numpy; the header-only dependencies come from --deps
 # (scripts/stage-deps.sh makes that folder) or from the system. Google Benchmark and
-# cpp-httplib (the server) are not needed. Finishes in about 4 minutes on an H200 machine.
+# the server are not needed. Finishes in about 4 minutes on an H200 machine.
 #
 #   scripts/gpu-check.sh [--deps DIR] [--build DIR] [--out DIR]
 set -euo pipefail

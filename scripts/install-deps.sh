@@ -8,7 +8,6 @@ packages=(
   libeigen3-dev           # the CPU backend's arithmetic
   nlohmann-json3-dev      # the examples' JSON output; tests compare the JSON reader with it
   libcli11-dev            # command-line flags of the examples
-  libcpp-httplib-dev pkg-config  # examples/server's HTTP (found through pkg-config)
   curl                    # scripts/run.sh: downloading GPT-2
   tmux                    # tests/cli/chat_terminal.sh: examples/chat in a pseudo-terminal
   haproxy                 # tests/server: two servers behind a load balancer

@@ -108,7 +108,7 @@ struct Options {
     std::function<Response(int status, const std::string& message)> refusal = [](int status, const std::string& message) {
         return Response{status, "text/plain", {}, message + "\n"};
     };
-    // Told of each such refusal, for the log.
+    // Told of each such refusal, for the log; status 0: a connection dropped without an answer.
     std::function<void(const std::string& client, int status, const std::string& message)> refused;
 };
 
@@ -685,7 +685,11 @@ private:
             if (stalled || (c->phase_ == Connection::Phase::lingering && now > c->deadline_)) slow.push_back(c);
             else if (c->phase_ == Connection::Phase::reading && now > c->deadline_) late.push_back(c);
         }
-        for (auto& c : slow) close(c);
+        for (auto& c : slow) {
+            if (c->phase_ != Connection::Phase::lingering && options_.refused)
+                options_.refused(c->client_, 0, "dropped: it read nothing of its answer for --write-timeout");
+            close(c);
+        }
         for (auto& c : late) {
             if (!c->parser_.started()) close(c);  // an idle connection
             else refuse(c, 408, "the request did not arrive within --read-timeout");

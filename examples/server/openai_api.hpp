@@ -8,6 +8,7 @@
 #include <cmath>        // std::isfinite
 #include <cstddef>      // std::size_t
 #include <cstdint>      // std::uint64_t
+#include <cstdio>       // std::snprintf
 #include <limits>       // std::numeric_limits
 #include <optional>     // std::optional
 #include <stdexcept>    // std::runtime_error
@@ -346,6 +347,20 @@ inline const char* finish_reason(StopReason why) {
     return why == StopReason::eos || why == StopReason::stop_string ? "stop" : "length";
 }
 
+// A token as the completions logprobs name it: its text when that is whole UTF-8, else as OpenAI
+// names a piece of a character, "bytes:" and each byte as \xNN, so that no two tokens share a
+// name (replacing the invalid bytes made the pieces of different characters one key).
+inline std::string token_name(std::string_view bytes) {
+    if (utf8::first_invalid(bytes) == bytes.size()) return std::string(bytes);
+    std::string name = "bytes:";
+    for (const char b : bytes) {
+        char hex[5];
+        std::snprintf(hex, sizeof hex, "\\x%02x", static_cast<unsigned char>(b));
+        name += hex;
+    }
+    return name;
+}
+
 // OpenAI's logprobs object for the tokens [from, to) of a completion whose text starts at
 // byte `offset` of the choice's text.
 inline json logprobs_json(const Completion& c, std::size_t from, std::size_t to, std::size_t offset, const Tokenizer& tokenizer) {
@@ -353,10 +368,10 @@ inline json logprobs_json(const Completion& c, std::size_t from, std::size_t to,
     for (std::size_t i = from; i < to && i < c.logprobs.size(); ++i) {
         const TokenLogprob& t = c.logprobs[i];
         const std::string& bytes = tokenizer.token_bytes(t.token);
-        tokens.push_back(bytes);
+        tokens.push_back(token_name(bytes));
         logprobs.push_back(t.logprob);
         json alternatives = json::object();
-        for (const auto& [id, lp] : t.top) alternatives[tokenizer.token_bytes(id)] = lp;
+        for (const auto& [id, lp] : t.top) alternatives[token_name(tokenizer.token_bytes(id))] = lp;
         top.push_back(std::move(alternatives));
         offsets.push_back(offset);
         offset += bytes.size();

@@ -534,6 +534,7 @@ int main(int argc, char** argv) {
         return r;
     };
     options.refused = [](const std::string& client, int status, const std::string& message) {
+        if (status == 0) return (void)std::fprintf(stderr, "%s: %s\n", client.c_str(), message.c_str());
         metrics.request("other", status);
         std::fprintf(stderr, "%s: status %d: %s\n", client.c_str(), status, message.c_str());
     };

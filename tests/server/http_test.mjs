@@ -355,3 +355,24 @@ test('an idle connection closes at --read-timeout, a half-sent request gets 408'
     assert.deepEqual(kept.responses().map((r) => r.status), [200, 200]);
   });
 });
+
+test('a client that reads nothing of its answer is dropped at --write-timeout', async () => {
+  await withServer(['--max-body', '8000000', '--write-timeout', '1'], async (s) => {
+    // About 12 MB of token ids: far more than the socket buffers hold for a client that does not read.
+    const content = Array.from({ length: 4000000 }, (_, i) => 'abcdefghij klmnop'[(i * 7919) % 17]).join('');
+    const c = connect(s.port);
+    await c.ready;
+    c.socket.pause();
+    await c.write(request('POST', '/tokenize', JSON.stringify({ content })));
+    await c.until(() => /dropped: it read nothing of its answer for --write-timeout/.test(s.log()), 30000);
+    c.socket.resume();
+    await c.until(() => c.closed, 10000);
+    const head = c.data.toString('latin1', 0, 500);
+    assert.match(head, /^HTTP\/1.1 200/);
+    const length = Number(head.match(/Content-Length: (\d+)/)[1]);
+    const received = c.data.length - (c.data.indexOf('\r\n\r\n') + 4);
+    console.log(`# ${received} of ${length} bytes had left before the drop`);
+    assert.ok(received < length, 'the answer was cut when the client was dropped');
+    assert.equal((await fetch(`${s.base}/health`)).status, 200);
+  });
+});

@@ -110,6 +110,15 @@ test('logit_bias, logprobs, echo and token prompts', async () => {
     const forcedText = (await post(s.base, '/detokenize', JSON.stringify({ tokens: [forced] }))).json.content;
     assert.equal(biased.choices[0].text, forcedText.repeat(6));
 
+    // Pieces of one character are named by their bytes, as OpenAI names them: distinct keys.
+    const [first, second] = (await post(s.base, '/tokenize', JSON.stringify({ content: '世' }))).json.tokens;
+    const names = [];
+    for (const piece of [first, second]) {
+      const c = await s.client().completions.create({ prompt, max_tokens: 2, logprobs: 2, logit_bias: { [piece]: 100 } });
+      names.push(c.choices[0].logprobs.tokens[0]);
+    }
+    assert.deepEqual(names, ['bytes:\\xe4', 'bytes:\\xb8']);
+
     const echoed = await s.client().completions.create({ prompt, max_tokens: 5, temperature: 0, echo: true });
     const plain = await s.client().completions.create({ prompt, max_tokens: 5, temperature: 0 });
     assert.equal(echoed.choices[0].text, prompt + plain.choices[0].text);

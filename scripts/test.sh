@@ -13,4 +13,4 @@ jobs=$(nproc)
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
 cmake --build build --parallel "$jobs"
 ctest --test-dir build --output-on-failure --parallel "$jobs"
-scripts/fuzz.sh 22
+scripts/fuzz.sh 20

@@ -14,6 +14,10 @@
 #include <tessera/io/gguf_writer.hpp>
 #include <tessera/models/open_chat_template.hpp>
 
+#include <nlohmann/json.hpp>
+
+#include "../examples/server/tool_calls.hpp"
+
 using tessera::chat::ChatOptions;
 using tessera::chat::ChatTemplate;
 using tessera::chat::jinja::Object;
@@ -253,4 +257,94 @@ TEST_CASE("Chat templates are found where models keep them: GGUF metadata, chat_
     CHECK_THROWS_WITH(tessera::open_chat_template(hf), Catch::Contains("chat_template must be a string or a list"));
     std::ofstream(hf / "tokenizer_config.json") << R"({"chat_template": "{% if %}"})";
     CHECK_THROWS_AS(tessera::open_chat_template(hf), TemplateError);
+}
+
+// Tool calls: the template, verified against Jinja2 above, is the reference for the syntax a
+// model calls tools in. An assistant message with calls rendered by it must split back into the
+// same calls, whole or streamed in any pieces, with no piece of a call sent as text.
+TEST_CASE("tool calls rendered by a template split back into the same calls, whole or streamed in pieces") {
+    using namespace tessera::server;
+    const auto calls_json = [](bool two) {
+        std::string calls = R"([{"id": "call_0", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "Zürich", "unit": "celsius"}}})";
+        if (two) calls += R"(, {"id": "call_1", "type": "function", "function": {"name": "get_time", "arguments": {"tz": "Asia/Tokyo"}}})";
+        return calls + "]";
+    };
+    struct Case {
+        std::string name;
+        ToolCallSyntax syntax;
+        bool two_calls;
+        std::string content;  // the assistant's text beside its calls ("null": none)
+    };
+    for (const Case& k : {Case{"qwen2_5", ToolCallSyntax::tagged, true, "\"Let me check.\""}, Case{"qwen2_5", ToolCallSyntax::tagged, false, "null"},
+                          Case{"qwen3", ToolCallSyntax::tagged, true, "\"Checking both.\""}, Case{"llama3_1", ToolCallSyntax::json_object, false, "null"}}) {
+        INFO(k.name << (k.two_calls ? ", two calls" : ", one call"));
+        const std::string source = read_file(TESSERA_TEST_DATA_DIR "/chat/templates/" + k.name + ".jinja");
+        REQUIRE(tool_call_syntax(source) == k.syntax);
+        const ChatTemplate chat(source, "", "");
+        const auto messages = [&](bool reply) {
+            std::string m = R"([{"role": "user", "content": "Weather and time in Tokyo?"})";
+            if (reply) m += R"(, {"role": "assistant", "content": )" + k.content + R"(, "tool_calls": )" + calls_json(k.two_calls) + "}";
+            return tessera::io::parse_json(m + "]", "messages");
+        };
+        ChatOptions prompt_only;
+        prompt_only.add_generation_prompt = true;
+        const std::string prompt = chat.apply(messages(false), prompt_only);
+        const std::string whole = chat.apply(messages(true));
+        REQUIRE(whole.substr(0, prompt.size()) == prompt);
+        std::string reply = whole.substr(prompt.size());
+        reply = reply.substr(0, std::min(reply.find("<|im_end|>"), reply.find("<|eot_id|>")));  // what the model writes before its end of turn
+
+        const SplitReply split = split_tool_calls(reply, k.syntax);
+        REQUIRE(split.calls.size() == (k.two_calls ? 2U : 1U));
+        const nlohmann::json expected = nlohmann::json::parse(calls_json(k.two_calls));
+        for (std::size_t i = 0; i < split.calls.size(); ++i) {
+            CHECK(split.calls[i].name == expected[i]["function"]["name"]);
+            CHECK(nlohmann::json::parse(split.calls[i].arguments) == expected[i]["function"]["arguments"]);
+        }
+        // (Qwen3's template writes an empty thinking block before the content, as its models do.)
+        const std::string content = k.content == "null" ? "" : nlohmann::json::parse(k.content).get<std::string>();
+        CHECK(split.content.size() >= content.size());
+        CHECK(split.content.substr(split.content.size() - content.size()) == content);
+        CHECK(split_tool_calls(reply, ToolCallSyntax::none).content == reply);  // without tools, a reply is text
+
+        for (const std::size_t step : {1, 2, 3, 7, 1000}) {
+            ToolCallStream stream(k.syntax);
+            std::string sent;
+            for (std::size_t at = 0; at < reply.size(); at += step) sent += stream.push(reply.substr(at, step));
+            CHECK(sent.find('{') == std::string::npos);  // no piece of a call went out as text
+            ToolCallStream::End end = stream.finish();
+            CHECK(sent + end.content == split.content);
+            REQUIRE(end.calls.size() == split.calls.size());
+            for (std::size_t i = 0; i < end.calls.size(); ++i) CHECK(end.calls[i].arguments == split.calls[i].arguments);
+        }
+    }
+    for (const char* other : {"chatml", "gemma", "mistral_inst", "phi3", "zephyr"})
+        CHECK(tool_call_syntax(read_file(TESSERA_TEST_DATA_DIR "/chat/templates/" + std::string(other) + ".jinja")) == ToolCallSyntax::none);
+}
+
+TEST_CASE("text that only looks like a tool call stays text, and streams whole") {
+    using namespace tessera::server;
+    for (const auto& [syntax, reply] : std::vector<std::pair<ToolCallSyntax, std::string>>{
+             {ToolCallSyntax::tagged, "Use <tool_call> tags: <tool_call>{\"name\": 1}</tool_call>"},
+             {ToolCallSyntax::tagged, "<tool_call>not json</tool_call> and more"},
+             {ToolCallSyntax::tagged, "a < b, and <tool_ca"},
+             {ToolCallSyntax::json_object, "{\"temperature\": 3}"},
+             {ToolCallSyntax::json_object, "  {unfinished"},
+             {ToolCallSyntax::json_object, "Sure: {\"name\": \"f\", \"parameters\": {}}"}}) {
+        INFO(reply);
+        CHECK(split_tool_calls(reply, syntax).calls.empty());
+        CHECK(split_tool_calls(reply, syntax).content == reply);
+        ToolCallStream stream(syntax);
+        std::string sent;
+        for (const char c : reply) sent += stream.push(std::string(1, c));
+        CHECK(sent + stream.finish().content == reply);
+    }
+    // A call cut off by the token limit (no closing tag) is still read, if its JSON is whole.
+    const SplitReply cut = split_tool_calls("<tool_call>\n{\"name\": \"f\", \"arguments\": {\"x\": 1}}\n", ToolCallSyntax::tagged);
+    REQUIRE(cut.calls.size() == 1);
+    CHECK(cut.calls[0].arguments == R"({"x":1})");
+    CHECK(cut.content.empty());
+    // Arguments sent as JSON text stay that text; "parameters" is read as "arguments".
+    CHECK(split_tool_calls(R"({"name": "f", "parameters": {"a": [1, 2]}})", ToolCallSyntax::json_object).calls.at(0).arguments == R"({"a":[1,2]})");
+    CHECK(split_tool_calls(R"(<tool_call>{"name": "f", "arguments": "{\"a\": 1}"}</tool_call>)", ToolCallSyntax::tagged).calls.at(0).arguments == R"({"a": 1})");
 }

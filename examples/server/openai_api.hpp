@@ -63,6 +63,7 @@ struct CompletionRequest {
     std::size_t n = 1;                          // choices per prompt
     bool stream = false, include_usage = false, echo = false;
     bool chat = false;  // /v1/chat/completions: messages in, an assistant message out
+    bool tools = false;  // chat with tools (and tool_choice not "none"): calls in the reply become tool_calls
     GenerationOptions generation;
     SamplingParams sampling;  // the seed of choice i of a prompt is seed + i
     std::string user;
@@ -282,6 +283,19 @@ inline json chat_messages(const json& body) {
         } else if (content && !content->is_string()) {
             throw invalid(param + ".content", "must be a string, an array of text parts or null, got " + cli::json_excerpt(*content));
         }
+        // OpenAI sends a call's arguments as JSON text; templates render them as an object
+        // (`arguments | tojson`), as transformers documents: text that is an object becomes one.
+        if (auto calls = message.find("tool_calls"); calls != message.end() && calls->is_array()) {
+            for (json& call : *calls) {
+                json* arguments = call.is_object() && call.contains("function") && call["function"].is_object() &&
+                                          call["function"].contains("arguments")
+                                      ? &call["function"]["arguments"]
+                                      : nullptr;
+                if (!arguments || !arguments->is_string()) continue;
+                json parsed = json::parse(arguments->get<std::string>(), nullptr, false);
+                if (parsed.is_object()) *arguments = std::move(parsed);
+            }
+        }
         out.push_back(std::move(message));
     }
     return out;
@@ -301,8 +315,9 @@ inline std::string chat_prompt(const json& body, const chat::ChatTemplate& chat_
         if (!v->is_array()) throw invalid("tools", "must be an array of tools");
         if (!v->empty()) options.tools = &tools.emplace(template_json(*v, "tools"));
     }
-    if (const json* v = field(body, "tool_choice"); v && !(v->is_string() && v->get<std::string>() == "auto"))
-        throw invalid("tool_choice", "other than \"auto\" is not supported");
+    if (const json* v = field(body, "tool_choice");
+        v && !(v->is_string() && (v->get<std::string>() == "auto" || v->get<std::string>() == "none")))
+        throw invalid("tool_choice", "other than \"auto\" or \"none\" is not supported");
     if (const json* v = field(body, "chat_template_kwargs")) {
         if (!v->is_object()) throw invalid("chat_template_kwargs", "must be an object");
         options.variables = &kwargs.emplace(template_json(*v, "chat_template_kwargs"));
@@ -325,6 +340,9 @@ inline CompletionRequest parse_chat_request(const json& body, const Tokenizer& t
     CompletionRequest r;
     r.chat = true;
     r.prompt_texts.push_back(chat_prompt(body, chat_template));
+    const json* tools = field(body, "tools");
+    const json* choice = field(body, "tool_choice");
+    r.tools = tools && tools->is_array() && !tools->empty() && !(choice && *choice == "none");
     r.prompts.push_back(tokenizer.encode(r.prompt_texts.back(), SpecialTokens::allowed));
     r.generation.max_new_tokens = limits.max_tokens;
     for (const char* name : {"max_tokens", "max_completion_tokens"})

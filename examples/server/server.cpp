@@ -39,6 +39,7 @@
 #include "http_server.hpp"
 #include "metrics.hpp"
 #include "openai_api.hpp"
+#include "tool_calls.hpp"
 
 #include <tessera/backend/cpu.hpp>
 #include <tessera/models/open_chat_template.hpp>
@@ -69,6 +70,7 @@ struct Service {
     std::unique_ptr<tessera::LanguageModel> model;
     std::unique_ptr<tessera::Tokenizer> tokenizer;  // the kind the model file holds
     std::optional<tessera::chat::ChatTemplate> chat_template;  // the model's, or --chat-template-file
+    ToolCallSyntax tool_calls = ToolCallSyntax::none;          // how the template writes a call
     std::unique_ptr<Engine> engine;
 };
 
@@ -112,6 +114,11 @@ std::string completion_id(bool chat) {
     std::snprintf(id, sizeof id, "%s-%llx%06llx", chat ? "chatcmpl" : "cmpl", static_cast<unsigned long long>(start),
                   static_cast<unsigned long long>(next++));
     return id;
+}
+
+// The ids of a choice's tool calls: the completion's id, the choice (then "_" and the call's index).
+std::string call_id(const std::string& completion, std::size_t choice) {
+    return "call_" + completion.substr(completion.find('-') + 1) + "_" + std::to_string(choice);
 }
 
 // The model's chat template, or a 400 saying how to give one.
@@ -277,10 +284,17 @@ void complete(Service& service, const Settings& settings, Exchange& exchange, Re
         for (std::size_t i = 0; i < x->done.size(); ++i) {
             const tessera::Completion& c = *x->done[i];
             if (r.chat) {
+                nlohmann::json message = {{"role", "assistant"}, {"content", c.text}};
+                const char* finish = finish_reason(c.stop_reason);
+                if (SplitReply split = split_tool_calls(c.text, r.tools ? service.tool_calls : ToolCallSyntax::none); !split.calls.empty()) {
+                    message["content"] = split.content.empty() ? nlohmann::json(nullptr) : nlohmann::json(split.content);
+                    message["tool_calls"] = tool_calls_json(split.calls, call_id(x->id, i));
+                    finish = "tool_calls";
+                }
                 choices.push_back({{"index", i},
-                                   {"message", {{"role", "assistant"}, {"content", c.text}}},
+                                   {"message", std::move(message)},
                                    {"logprobs", r.generation.logprobs ? chat_logprobs_json(c, *service.tokenizer) : nlohmann::json(nullptr)},
-                                   {"finish_reason", finish_reason(c.stop_reason)}});
+                                   {"finish_reason", finish}});
                 continue;
             }
             const std::string prefix = r.echo ? x->prompt_text(i) : std::string();
@@ -306,6 +320,8 @@ void complete(Service& service, const Settings& settings, Exchange& exchange, Re
     const auto delta = [&](std::size_t choice, nlohmann::json d) {
         return nlohmann::json{{"index", choice}, {"delta", std::move(d)}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
     };
+    // Per choice: what of its text may go out while it could still be a tool call.
+    std::vector<ToolCallStream> calls(x->done.size(), ToolCallStream(r.tools ? service.tool_calls : ToolCallSyntax::none));
     res.content_type = "text/event-stream";
     res.set_header("Cache-Control", "no-cache");
     // Every event goes out as it is made: a write that fails (the client left) ends the loop.
@@ -324,17 +340,24 @@ void complete(Service& service, const Settings& settings, Exchange& exchange, Re
             running = x->apply(events);
             for (const Event& e : events) {
                 const tessera::Completion* c = e.done ? &*x->done[e.choice] : nullptr;
+                const auto content = [&](const std::string& text) {
+                    return text.empty() || send(x->chunk(nlohmann::json::array({delta(e.choice, {{"content", text}})}), true));
+                };
                 if (c && (c->stop_reason == tessera::StopReason::error || c->stop_reason == tessera::StopReason::cancelled)) {
-                    if (chat_stream && !e.text.empty() && !send(x->chunk(nlohmann::json::array({delta(e.choice, {{"content", e.text}})}), true)))
-                        return false;
+                    if (chat_stream && !content(calls[e.choice].push(e.text))) return false;
                     if (!send(error_body(c->error, "server_error"))) return false;
                     continue;
                 }
                 if (chat_stream) {
-                    if (!e.text.empty() && !send(x->chunk(nlohmann::json::array({delta(e.choice, {{"content", e.text}})}), true))) return false;
+                    if (!content(calls[e.choice].push(e.text))) return false;
                     if (!c) continue;
+                    ToolCallStream::End end = calls[e.choice].finish();
+                    if (!content(end.content)) return false;
+                    if (!end.calls.empty() &&
+                        !send(x->chunk(nlohmann::json::array({delta(e.choice, {{"tool_calls", tool_calls_json(end.calls, call_id(x->id, e.choice), true)}})}), true)))
+                        return false;
                     nlohmann::json last = delta(e.choice, nlohmann::json::object());
-                    last["finish_reason"] = finish_reason(c->stop_reason);
+                    last["finish_reason"] = end.calls.empty() ? finish_reason(c->stop_reason) : "tool_calls";
                     if (r.generation.logprobs) last["logprobs"] = chat_logprobs_json(*c, tokenizer);
                     if (!send(x->chunk(nlohmann::json::array({std::move(last)}), true))) return false;
                     continue;
@@ -572,6 +595,7 @@ int main(int argc, char** argv) {
     try {
         service.tokenizer = tessera::open_any_tokenizer(s.model_path);
         service.chat_template = tessera::open_chat_template(s.model_path, s.chat_template_file, *service.tokenizer);
+        if (service.chat_template) service.tool_calls = tool_call_syntax(service.chat_template->source());
         service.model = tessera::open_model_on("cpu", s.model_path, s.threads, s.weights);
         service.model->use_kv_cache(s.kv_cache);
         tessera::BatchOptions batch;

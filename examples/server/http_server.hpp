@@ -182,8 +182,13 @@ private:
     }
     std::size_t pending_locked() const { return out_.size() - out_pos_; }
 
-    // Appends the start of a response, less the "HTTP/1.1 " a probe has sent already.
-    void append_head_locked(const std::string& head) { out_.append(head, probed_ ? 9 : 0); }
+    // Queues bytes to send. The write deadline counts from when the client is first owed bytes.
+    void queue_locked(std::string_view bytes) {
+        if (pending_locked() == 0) last_progress_ = Clock::now();
+        out_.append(bytes);
+    }
+    // Queues the start of a response, less the "HTTP/1.1 " a probe has sent already.
+    void queue_head_locked(std::string_view head) { queue_locked(head.substr(probed_ ? 9 : 0)); }
 
     Server& server_;
     int fd_;
@@ -229,8 +234,8 @@ public:
         if (responded() || c.closed_) return false;
         status_ = r.status;
         c.keep_alive_ = c.keep_alive_ && request_.keep_alive();
-        c.append_head_locked(detail::head_of(r, "Content-Length: " + std::to_string(r.body.size()) + "\r\n", c.keep_alive_, request_.minor_version));
-        c.out_ += r.body;
+        c.queue_head_locked(detail::head_of(r, "Content-Length: " + std::to_string(r.body.size()) + "\r\n", c.keep_alive_, request_.minor_version));
+        c.queue_locked(r.body);
         c.answer_ = Connection::Answer::done;
         return finish_write(lock);
     }
@@ -244,7 +249,7 @@ public:
         status_ = head.status;
         chunked_ = request_.minor_version >= 1;
         c.keep_alive_ = c.keep_alive_ && chunked_ && request_.keep_alive();
-        c.append_head_locked(detail::head_of(head, chunked_ ? "Transfer-Encoding: chunked\r\n" : "", c.keep_alive_, request_.minor_version));
+        c.queue_head_locked(detail::head_of(head, chunked_ ? "Transfer-Encoding: chunked\r\n" : "", c.keep_alive_, request_.minor_version));
         c.answer_ = Connection::Answer::streaming;
         return finish_write(lock);
     }
@@ -258,19 +263,14 @@ public:
         if (piece.empty()) return !c.broken_;
         if (chunked_) {
             char size[20];
-            c.out_.append(size, static_cast<std::size_t>(std::snprintf(size, sizeof size, "%zx\r\n", piece.size())));
+            c.queue_locked({size, static_cast<std::size_t>(std::snprintf(size, sizeof size, "%zx\r\n", piece.size()))});
         }
-        c.out_ += piece;
-        if (chunked_) c.out_ += "\r\n";
+        c.queue_locked(piece);
+        if (chunked_) c.queue_locked("\r\n");
         constexpr std::size_t behind = 256 * 1024;
         if (!c.flush_locked()) return wake_loop(lock), false;
         if (c.pending_locked() > 0) wake_loop(lock);
-        while (c.pending_locked() > behind && !c.closed_ && !c.broken_) {
-            std::unique_lock again(c.mutex_, std::adopt_lock);
-            lock.release();
-            c.drained_.wait_for(again, std::chrono::milliseconds(100));
-            lock = std::move(again);
-        }
+        while (c.pending_locked() > behind && !c.closed_ && !c.broken_) c.drained_.wait_for(lock, std::chrono::milliseconds(100));
         return !c.closed_ && !c.broken_;
     }
 
@@ -278,7 +278,7 @@ public:
         Connection& c = *connection_;
         std::unique_lock lock(c.mutex_);
         if (c.answer_ != Connection::Answer::streaming) return;
-        if (chunked_) c.out_ += "0\r\n\r\n";
+        if (chunked_) c.queue_locked("0\r\n\r\n");
         c.answer_ = Connection::Answer::done;
         finish_write(lock);
     }
@@ -557,7 +557,7 @@ private:
         std::lock_guard lock(c.mutex_);
         if (c.answer_ != Connection::Answer::none || c.probed_) return;
         c.probed_ = true;
-        c.out_ += "HTTP/1.1 ";
+        c.queue_locked("HTTP/1.1 ");
         c.flush_locked();
     }
 
@@ -575,7 +575,7 @@ private:
             if (k.parser_.head_complete() && !k.continue_sent_ && k.parser_.request().expects_continue()) {
                 k.continue_sent_ = true;
                 std::lock_guard lock(k.mutex_);
-                k.out_ += "HTTP/1.1 100 Continue\r\n\r\n";
+                k.queue_locked("HTTP/1.1 100 Continue\r\n\r\n");
                 k.flush_locked();
             }
             return true;
@@ -609,8 +609,8 @@ private:
             std::lock_guard lock(c->mutex_);
             c->keep_alive_ = false;
             if (c->answer_ == Connection::Answer::none) {
-                c->append_head_locked(detail::head_of(r, "Content-Length: " + std::to_string(r.body.size()) + "\r\n", false, 1));
-                c->out_ += r.body;
+                c->queue_head_locked(detail::head_of(r, "Content-Length: " + std::to_string(r.body.size()) + "\r\n", false, 1));
+                c->queue_locked(r.body);
                 c->answer_ = Connection::Answer::done;
             }
         }

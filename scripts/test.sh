@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing (Debian packages; the server tests' npm client),
 # builds everything (CUDA code too when nvcc exists), runs every test (CUDA tests report
-# themselves skipped without a GPU), then runs each libFuzzer harness for 12 s from its seeds
-# (ten harnesses, 120 s: a fresh clone took 36.5 minutes with 20 s each, over CI's 35).
+# themselves skipped without a GPU), then runs each libFuzzer harness for 15 s from its seeds,
+# one per core at a time (ten harnesses in 75 s; a fresh clone took 36.5 minutes when they ran
+# 20 s each one after another).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -13,4 +14,4 @@ jobs=$(nproc)
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
 cmake --build build --parallel "$jobs"
 ctest --test-dir build --output-on-failure --parallel "$jobs"
-scripts/fuzz.sh 12
+scripts/fuzz.sh 15

@@ -205,6 +205,7 @@ private:
     std::uint32_t events_ = 0;
     bool watched_ = false;  // added to the epoll set
     bool counted_ = true;   // in the connection limits
+    std::uint64_t serial_ = 0;  // 1, 2, ...: which connection an event is for
 
     // Shared with the worker that serves the current request.
     std::mutex mutex_;
@@ -410,7 +411,7 @@ private:
         if (events == c.events_) return;
         epoll_event e{};
         e.events = events;
-        e.data.fd = c.fd_;
+        e.data.u64 = c.serial_ << 32 | static_cast<std::uint32_t>(c.fd_);
         ::epoll_ctl(epoll_, c.events_ == 0 && !c.watched_ ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, c.fd_, &e);
         c.watched_ = true;
         c.events_ = events;
@@ -448,14 +449,17 @@ private:
             }
             const int n = ::epoll_wait(epoll_, events.data(), static_cast<int>(events.size()), 100);
             for (int i = 0; i < n; ++i) {
-                const int fd = events[static_cast<std::size_t>(i)].data.fd;
+                // A connection's events carry its serial number as well as its descriptor: one
+                // closed earlier in this batch may have had its number reused by an accept since.
+                const std::uint64_t data = events[static_cast<std::size_t>(i)].data.u64;
+                const int fd = static_cast<int>(data & 0xffffffffU);
                 const std::uint32_t what = events[static_cast<std::size_t>(i)].events;
-                if (fd == listen_fd_) {
+                if (data >> 32 == 0 && fd == listen_fd_) {
                     accept_all();
-                } else if (fd == wake_fd_) {
+                } else if (data >> 32 == 0 && fd == wake_fd_) {
                     std::uint64_t count;
                     [[maybe_unused]] const ssize_t r = ::read(wake_fd_, &count, sizeof count);
-                } else if (const auto it = connections_.find(fd); it != connections_.end()) {
+                } else if (const auto it = connections_.find(fd); it != connections_.end() && it->second->serial_ == data >> 32) {
                     on_event(it->second, what);
                 }
             }
@@ -492,6 +496,7 @@ private:
             const int one = 1;
             ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // a streamed token goes out at once
             auto c = std::make_shared<Connection>(*this, fd, address, options_.limits);
+            c->serial_ = ++serials_;
             connections_[fd] = c;
             ++connection_count_;
             c->deadline_ = Clock::now() + detail::seconds(options_.read_timeout);
@@ -741,7 +746,8 @@ private:
     int listen_fd_ = -1, epoll_ = -1, wake_fd_ = -1, port_ = 0;
     bool listening_ = true;
     std::atomic<bool> stopping_{false};
-    std::unordered_map<int, std::shared_ptr<Connection>> connections_;
+    std::unordered_map<int, std::shared_ptr<Connection>> connections_;  // by descriptor
+    std::uint64_t serials_ = 0;
     std::unordered_map<std::string, std::size_t> per_client_;
     std::atomic<std::size_t> connection_count_{0};
     std::mutex woken_mutex_;

@@ -13,7 +13,8 @@ harnesses=("$@")
 CXX=clang++ CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTESSERA_FUZZ=ON \
     -DTESSERA_BUILD_TESTS=OFF -DTESSERA_BUILD_EXAMPLES=OFF -DTESSERA_BUILD_BENCHMARKS=OFF \
     -DTESSERA_ENABLE_CUDA=OFF -DTESSERA_NATIVE=OFF >/dev/null
-cmake --build build-fuzz --parallel "$(nproc)" --target "${harnesses[@]}"
+if [ $# -eq 0 ]; then targets=(fuzz_harnesses); else targets=("${harnesses[@]}"); fi
+cmake --build build-fuzz --parallel "$(nproc)" --target "${targets[@]}"
 mkdir -p build-fuzz/findings build-fuzz/logs
 # One harness per core at a time (libFuzzer runs on one thread); each one's summary in order.
 run_harness() {

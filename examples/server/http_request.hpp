@@ -81,25 +81,11 @@ public:
             const std::string_view rest = data.substr(used);
             switch (state_) {
                 case State::head: used += feed_head(rest); break;
-                case State::body: {
-                    const std::size_t n = std::min(rest.size(), remaining_);
-                    request_.body.append(rest.data(), n);
-                    remaining_ -= n;
-                    used += n;
-                    if (remaining_ == 0) state_ = State::complete;
-                    break;
-                }
+                case State::body: used += feed_body(rest, State::complete); break;
                 case State::chunk_size:
                 case State::chunk_end:
                 case State::trailers: used += feed_line(rest); break;
-                case State::chunk_data: {
-                    const std::size_t n = std::min(rest.size(), remaining_);
-                    request_.body.append(rest.data(), n);
-                    remaining_ -= n;
-                    used += n;
-                    if (remaining_ == 0) state_ = State::chunk_end;
-                    break;
-                }
+                case State::chunk_data: used += feed_body(rest, State::chunk_end); break;
                 case State::complete:
                 case State::failed: break;
             }
@@ -126,6 +112,15 @@ public:
     }
 
 private:
+    // Body bytes, up to the `remaining_` the length or the chunk's size allows; then `next`.
+    std::size_t feed_body(std::string_view data, State next) {
+        const std::size_t n = std::min(data.size(), remaining_);
+        request_.body.append(data.data(), n);
+        remaining_ -= n;
+        if (remaining_ == 0) state_ = next;
+        return n;
+    }
+
     // Lines end at LF (a CR before it is dropped), as RFC 9112 lets a server accept. Appends to
     // the line being read, keeping at most `limit` bytes of it (line_too_long_ says when there were
     // more); returns the bytes used and whether the line is whole.

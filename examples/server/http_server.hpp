@@ -269,8 +269,9 @@ public:
         c.queue_locked(piece);
         if (chunked_) c.queue_locked("\r\n");
         constexpr std::size_t behind = 256 * 1024;
-        if (!c.flush_locked()) return wake_loop(lock), false;
-        if (c.pending_locked() > 0) wake_loop(lock);
+        const bool sent = c.flush_locked();
+        if (!sent || c.pending_locked() > 0) wake_loop(lock);  // the loop closes it, or sends the rest
+        if (!sent) return false;
         while (c.pending_locked() > behind && !c.closed_ && !c.broken_) c.drained_.wait_for(lock, std::chrono::milliseconds(100));
         return !c.closed_ && !c.broken_;
     }

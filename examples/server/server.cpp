@@ -149,6 +149,11 @@ std::string route_label(const std::string& path) {
 }
 std::atomic<bool> stopping{false};
 
+// A completion that failed or was cancelled: its answer is an error, not text.
+bool ended_badly(const tessera::Completion& c) {
+    return c.stop_reason == tessera::StopReason::error || c.stop_reason == tessera::StopReason::cancelled;
+}
+
 // One completion request in flight: its choices' progress, for the response and the log line.
 struct InFlight {
     InFlight() { ++in_flight; }
@@ -203,9 +208,8 @@ struct InFlight {
     }
     // The first choice that did not end well, if any.
     const tessera::Completion* failure() const {
-        for (const auto& c : done) {
-            if (c && (c->stop_reason == tessera::StopReason::error || c->stop_reason == tessera::StopReason::cancelled)) return &*c;
-        }
+        for (const auto& c : done)
+            if (c && ended_badly(*c)) return &*c;
         return nullptr;
     }
     nlohmann::json chunk(nlohmann::json choices, bool streamed = false) const {
@@ -316,7 +320,6 @@ void complete(Service& service, const Settings& settings, Exchange& exchange, Re
     // an empty delta that carries the finish_reason. A failed write (the client left) cancels the choices.
     const auto& tokenizer = *service.tokenizer;
     const auto send = [&](const nlohmann::json& j) { return exchange.write("data: " + dump(j) + "\n\n"); };
-    const bool chat_stream = r.chat;
     const auto delta = [&](std::size_t choice, nlohmann::json d) {
         return nlohmann::json{{"index", choice}, {"delta", std::move(d)}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
     };
@@ -327,7 +330,7 @@ void complete(Service& service, const Settings& settings, Exchange& exchange, Re
     // Every event goes out as it is made: a write that fails (the client left) ends the loop.
     const auto stream = [&]() -> bool {
         if (!exchange.start_stream(res)) return false;
-        if (chat_stream) {
+        if (r.chat) {
             for (std::size_t i = 0; i < x->done.size(); ++i)
                 if (!send(x->chunk(nlohmann::json::array({delta(i, {{"role", "assistant"}, {"content", ""}})}), true))) return false;
         }
@@ -343,12 +346,12 @@ void complete(Service& service, const Settings& settings, Exchange& exchange, Re
                 const auto content = [&](const std::string& text) {
                     return text.empty() || send(x->chunk(nlohmann::json::array({delta(e.choice, {{"content", text}})}), true));
                 };
-                if (c && (c->stop_reason == tessera::StopReason::error || c->stop_reason == tessera::StopReason::cancelled)) {
-                    if (chat_stream && !content(calls[e.choice].push(e.text))) return false;
+                if (c && ended_badly(*c)) {
+                    if (r.chat && !content(calls[e.choice].push(e.text))) return false;
                     if (!send(error_body(c->error, "server_error"))) return false;
                     continue;
                 }
-                if (chat_stream) {
+                if (r.chat) {
                     if (!content(calls[e.choice].push(e.text))) return false;
                     if (!c) continue;
                     ToolCallStream::End end = calls[e.choice].finish();

@@ -84,6 +84,17 @@ function parseResponses(buf, closed) {
   return out;
 }
 
+// Sends `bytes` on a new connection and returns the first answer (the connection is then dropped).
+async function answerTo(port, bytes) {
+  const c = connect(port);
+  await c.ready;
+  await c.write(bytes);
+  await c.until(() => c.responses().length > 0);
+  const [answer] = c.responses();
+  c.socket.destroy();
+  return answer;
+}
+
 const request = (method, path, body, headers = {}) => {
   const fields = { Host: 'test', ...(body !== undefined ? { 'Content-Length': Buffer.byteLength(body) } : {}), ...headers };
   return `${method} ${path} HTTP/1.1\r\n${Object.entries(fields).map(([k, v]) => `${k}: ${v}\r\n`).join('')}\r\n${body ?? ''}`;
@@ -110,29 +121,16 @@ test('a body past --max-body is 413 however it is framed, one without a length 4
     c.socket.destroy();
 
     // A declared length past the limit is refused before its body is sent.
-    const d = connect(s.port);
-    await d.ready;
-    await d.write('POST /v1/completions HTTP/1.1\r\nHost: test\r\nContent-Length: 100000000\r\n\r\n');
-    await d.until(() => d.responses().length > 0);
-    assert.equal(d.responses()[0].status, 413);
-    d.socket.destroy();
+    assert.equal((await answerTo(s.port, 'POST /v1/completions HTTP/1.1\r\nHost: test\r\nContent-Length: 100000000\r\n\r\n')).status, 413);
 
-    const e = connect(s.port);
-    await e.ready;
-    await e.write('POST /v1/completions HTTP/1.1\r\nHost: test\r\n\r\n{"prompt": "x"}');
-    await e.until(() => e.responses().length > 0);
-    assert.equal(e.responses()[0].status, 411);
-    assert.match(JSON.parse(e.responses()[0].body).error.message, /Content-Length or Transfer-Encoding: chunked/);
-    e.socket.destroy();
+    const unframed = await answerTo(s.port, 'POST /v1/completions HTTP/1.1\r\nHost: test\r\n\r\n{"prompt": "x"}');
+    assert.equal(unframed.status, 411);
+    assert.match(JSON.parse(unframed.body).error.message, /Content-Length or Transfer-Encoding: chunked/);
 
     // 20 KB of JSON without a Content-Type is read like any other body (was a false 413 over 8 KB).
-    const f = connect(s.port);
-    await f.ready;
-    await f.write(request('POST', '/tokenize', JSON.stringify({ content: 'ab '.repeat(7000) })));
-    await f.until(() => f.responses().length > 0);
-    assert.equal(f.responses()[0].status, 200);
-    assert.equal(JSON.parse(f.responses()[0].body).tokens.length > 1000, true);
-    f.socket.destroy();
+    const untyped = await answerTo(s.port, request('POST', '/tokenize', JSON.stringify({ content: 'ab '.repeat(7000) })));
+    assert.equal(untyped.status, 200);
+    assert.equal(JSON.parse(untyped.body).tokens.length > 1000, true);
   });
 });
 
@@ -155,12 +153,7 @@ test('a million header lines, a huge header or request line: 431 or 414, and no 
 
     for (const [bytes, status] of [[`GET /health HTTP/1.1\r\nX-Big: ${'y'.repeat(100000)}\r\n\r\n`, 431],
       [`GET /${'z'.repeat(20000)} HTTP/1.1\r\n\r\n`, 414]]) {
-      const d = connect(s.port);
-      await d.ready;
-      await d.write(bytes);
-      await d.until(() => d.responses().length > 0);
-      assert.equal(d.responses()[0].status, status);
-      d.socket.destroy();
+      assert.equal((await answerTo(s.port, bytes)).status, status);
     }
     const health = await fetch(`${s.base}/health`);
     assert.equal(health.status, 200);
@@ -325,13 +318,9 @@ test('Expect: 100-continue, and requests framed or versioned wrongly are refused
       ['GET /health HTTP/1.1\r\nBad Name: x\r\n\r\n', 400, /token/],
     ];
     for (const [bytes, status, message] of cases) {
-      const d = connect(s.port);
-      await d.ready;
-      await d.write(bytes);
-      await d.until(() => d.responses().length > 0);
-      assert.equal(d.responses()[0].status, status, bytes);
-      assert.match(JSON.parse(d.responses()[0].body).error.message, message);
-      d.socket.destroy();
+      const answer = await answerTo(s.port, bytes);
+      assert.equal(answer.status, status, bytes);
+      assert.match(JSON.parse(answer.body).error.message, message);
     }
   });
 });

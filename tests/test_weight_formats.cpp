@@ -227,6 +227,47 @@ Operands random_operands(std::mt19937& rng, std::size_t n, std::size_t most, std
     return o;
 }
 
+#if TESSERA_HAS_AVX512_KERNELS
+// What products over Q8_0 / Q4_0 arranged in AVX2's panels of 8 rows must give, bit for bit:
+// for a row in a whole group of 32, avx2::panel_tile's arithmetic per lane in scalar code of
+// the same order (per block the exact integer sum of the unsigned nibbles or the signed bytes,
+// then acc = fma(sum, dw · dx, acc), and for Q4_0 acc = fma(dw, -8 · Σq · dx, acc)); for the
+// rows after the groups, the tiles over W as stored; then the bias.
+template <class W>
+std::vector<float> avx2_panels_expected(const float* a, const W* w, const float* bias, std::size_t m, std::size_t n, std::size_t k) {
+    std::vector<cpu::QuantizedRow> x(m);
+    for (std::size_t t = 0; t < m; ++t) {
+        x[t].assign(a + t * k, k);
+        x[t].template prepare_for_avx2<W>(k);
+    }
+    const std::size_t blocks = k / 32, whole = n / 32 * 32;
+    std::vector<float> c(m * n);
+    for (std::size_t t = 0; t < m; ++t) {
+        for (std::size_t j = 0; j < whole; ++j) {
+            float acc = 0.0f;
+            for (std::size_t b = 0; b < blocks; ++b) {
+                const W& block = w[j * blocks + b];
+                const std::int8_t* q = x[t].q.data() + 32 * b;
+                int sum = 0;
+                if constexpr (std::is_same_v<W, Q4_0>) {
+                    for (std::size_t e = 0; e < 16; ++e) sum += (block.qs[e] & 15) * q[e] + (block.qs[e] >> 4) * q[e + 16];
+                } else {
+                    for (std::size_t e = 0; e < 32; ++e) sum += block.qs[e] * q[e];
+                }
+                const float dw = static_cast<float>(block.d), scale = dw * x[t].d[b];
+                acc = std::fma(static_cast<float>(sum), scale, acc);
+                if constexpr (std::is_same_v<W, Q4_0>) acc = std::fma(dw, x[t].minus_8_sum[b], acc);
+            }
+            c[t * n + j] = acc;
+        }
+    }
+    if (whole < n) cpu::avx2::integer_columns(x.data(), w, c.data(), m, k, n, whole, n);
+    if (bias != nullptr)
+        for (std::size_t i = 0; i < m * n; ++i) c[i] += bias[i % n];
+    return c;
+}
+#endif
+
 // Row `row` of an m-row product, for m = 1..max: every result must have the same bits.
 template <class W>
 void check_batch_independence(std::size_t max, std::size_t first_m) {
@@ -370,7 +411,8 @@ TEST_CASE("Q6_K products over the head's packed copy match the reference, a row 
 // Embedding::load): a Linear's arrangement over the whole groups of 32 rows, the last V % 32
 // rows as stored. Every product (one row included) must have the bits of the packed GEMM over
 // the table as stored (float: one fused multiply-add chain per output in the order of k; bf16
-// where arranges_bf16(): the packed vdpbf16ps GEMM), a
+// where arranges_bf16(): the packed vdpbf16ps GEMM; Q8_0 / Q4_0 without AVX-512 VNNI:
+// avx2_panels_expected), a
 // row the same bits in any batch; gathered rows must be the stored table's rows widened, the
 // last rows' included; and an out-of-range id is still refused.
 namespace {
@@ -411,7 +453,7 @@ void check_arranged_table() {
 #if TESSERA_HAS_AVX512_KERNELS
     const bool arranges = std::is_same_v<W, float>  ? cpu::has_avx512()
                           : std::is_same_v<W, bf16> ? cpu::arranges_bf16()
-                                                    : cpu::has_avx512_vnni();
+                                                    : cpu::has_avx2();
 #else
     const bool arranges = false;
 #endif
@@ -448,8 +490,11 @@ void check_arranged_table() {
                     }
             } else if constexpr (std::is_same_v<W, bf16>) {
                 cpu::packed_bf16_gemm(cpu.pool(), rows.data(), stored.data(), nullptr, expected.data(), m, vocab, width);
-            } else {
+            } else if (cpu::has_avx512_vnni()) {
                 cpu::packed_integer_gemm(cpu.pool(), rows.data(), stored.data(), nullptr, expected.data(), m, vocab, width);
+            } else {
+                const auto panels = avx2_panels_expected(rows.data(), stored.data(), nullptr, m, vocab, width);
+                std::copy(panels.begin(), panels.end(), expected.data());
             }
             REQUIRE(std::memcmp(c.data(), expected.data(), m * vocab * sizeof(float)) == 0);
             const std::vector<float> last(c.data() + (m - 1) * vocab, c.data() + m * vocab);
@@ -481,7 +526,8 @@ TEST_CASE("Head tables arranged in place: gathered rows and products", "[formats
 // Q8_0, Q4_0, bf16 and float arranged in place once loaded (Cpu::arrange_weights,
 // cpu/arranged_weights.hpp): products of any number of rows, one included, must have the bits
 // of the packed GEMM over W as stored (which packs W per call into the same tiles; for float,
-// of one fused multiply-add chain per output in the order of k), match the double-precision
+// of one fused multiply-add chain per output in the order of k; Q8_0 / Q4_0 in AVX2's panels,
+// avx2_panels_expected), match the double-precision
 // reference, and give a row the same bits whatever shares the product. The whole groups of 32
 // rows are arranged, the rest stay as stored after them (fewer than 32 rows: nothing).
 namespace {
@@ -504,7 +550,7 @@ void check_arranged_products() {
 #if TESSERA_HAS_AVX512_KERNELS
             const bool arranges = (std::is_same_v<W, float>  ? cpu::has_avx512()
                                    : std::is_same_v<W, bf16> ? cpu::arranges_bf16()
-                                                             : cpu::has_avx512_vnni()) &&
+                                                             : cpu::has_avx2()) &&
                                   n >= 32;
 #else
             const bool arranges = false;
@@ -552,8 +598,11 @@ void check_arranged_products() {
                             }
                     } else if constexpr (std::is_same_v<W, bf16>) {
                         cpu::packed_bf16_gemm(cpu.pool(), rows.data(), stored.data(), bias.data(), expected.data(), m, n, k);
-                    } else {
+                    } else if (cpu::has_avx512_vnni()) {
                         cpu::packed_integer_gemm(cpu.pool(), rows.data(), stored.data(), bias.data(), expected.data(), m, n, k);
+                    } else {
+                        const auto panels = avx2_panels_expected(rows.data(), stored.data(), bias.data(), m, n, k);
+                        std::copy(panels.begin(), panels.end(), expected.data());
                     }
                     REQUIRE(std::memcmp(c.data(), expected.data(), m * n * sizeof(float)) == 0);
                     CHECK(last == last_alone);

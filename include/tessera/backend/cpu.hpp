@@ -120,6 +120,7 @@ public:
             const std::size_t m = a.extent(0), n = w.extent(0), k = a.extent(1);
             if constexpr (std::is_same_v<W, bf16>) return cpu::arranged_bf16_gemm(*pool_, a.data(), w.data(), bias_or_null(bias), c.data(), m, n, k);
             else if constexpr (std::is_same_v<W, float>) return cpu::arranged_float_gemm(*pool_, a.data(), w.data(), bias_or_null(bias), c.data(), m, n, k);
+            else if (arranged.avx2_panels) return cpu::avx2_arranged_integer_gemm(*pool_, a.data(), w.data(), bias_or_null(bias), c.data(), m, n, k);
             else return cpu::arranged_integer_gemm(*pool_, a.data(), w.data(), bias_or_null(bias), c.data(), m, n, k);
         }
 #endif
@@ -230,7 +231,7 @@ public:
         const std::size_t n = table.extent(0), blocks = table.extent(1), c = out.extent(1);
         for (std::size_t i = 0; i < ids.size(); ++i) {
             for (std::size_t b = 0; b < blocks; ++b) {
-                const W block = cpu::arranged_block(table.data(), n, blocks, static_cast<std::size_t>(ids[i]), b);
+                const W block = cpu::arranged_block(table.data(), n, blocks, arranged, static_cast<std::size_t>(ids[i]), b);
                 WeightFormat<W>::dequantize(&block, out.data() + i * c + b * WeightFormat<W>::block, WeightFormat<W>::block);
             }
         }

@@ -57,6 +57,7 @@ inline constexpr std::size_t panel_quant_bytes = 16 * sizeof(W::qs);  // Q8_0 51
 // CPU lacks the instructions or the shape does not fit, when the products read W as stored.
 struct Arrangement {
     bool arranged = false;
+    bool avx2_panels = false;  // Q8_0 / Q4_0 in AVX2's panels of 8 rows, not AVX-512 VNNI's groups
     bool empty() const noexcept { return !arranged; }
 };
 
@@ -71,6 +72,27 @@ void arrange_integer_group(const W* rows, std::size_t blocks, std::uint8_t* out)
             const std::size_t panel = r / 16, lane = r % 16;
             for (std::size_t j = 0; j < vectors; ++j) std::memcpy(dst + panel * panel_bytes + j * 64 + lane * 4, block.qs + 4 * j, 4);
             std::memcpy(dst + 2 * panel_bytes + panel * 32 + lane * 2, &block.d.bits, 2);
+        }
+    }
+}
+
+// AVX2's layout (CPUs without AVX-512 VNNI): a group's 32 rows as four panels of 8, each
+// panel's blocks one after another, per block b at panel + b * 8 * sizeof(block):
+//   [vectors j, 32 bytes each, lane r = row r's qs[4j .. 4j + 4)]  [8 f16 scales]
+// (Q8_0: j = 0..7; Q4_0: j = 0..3, whose low nibbles are weights 4j.. and high ones 16 + 4j..).
+// avx2::panel_tile multiplies one such vector with 4 activations broadcast to all 8 rows.
+inline constexpr std::size_t avx2_panel_rows = 8;
+
+template <class W>
+void arrange_avx2_panels(const W* rows, std::size_t blocks, std::uint8_t* out) noexcept {
+    constexpr std::size_t vectors = sizeof(W::qs) / 4;
+    for (std::size_t r = 0; r < arranged_rows; ++r) {
+        const std::size_t panel = r / avx2_panel_rows, lane = r % avx2_panel_rows;
+        for (std::size_t b = 0; b < blocks; ++b) {
+            const W& block = rows[r * blocks + b];
+            std::uint8_t* dst = out + (panel * blocks + b) * avx2_panel_rows * sizeof(W);
+            for (std::size_t j = 0; j < vectors; ++j) std::memcpy(dst + j * 32 + lane * 4, block.qs + 4 * j, 4);
+            std::memcpy(dst + vectors * 32 + lane * 2, &block.d.bits, 2);
         }
     }
 }
@@ -95,29 +117,38 @@ void arrange_groups(ThreadPool& pool, T* w, std::size_t n, std::size_t row_eleme
 // Block b of row `row` of an arranged W (n rows, `blocks` per row) as stored: the inverse of
 // arrange_integer_group, for gathering rows of an arranged table (the tied head's embedding).
 template <class W>
-W arranged_block(const W* w, std::size_t n, std::size_t blocks, std::size_t row, std::size_t b) noexcept {
+W arranged_block(const W* w, std::size_t n, std::size_t blocks, const Arrangement& arrangement, std::size_t row, std::size_t b) noexcept {
     if (row >= n / arranged_rows * arranged_rows) return w[row * blocks + b];  // (the rows after the whole groups)
     constexpr std::size_t vectors = sizeof(W::qs) / 4, panel_bytes = panel_quant_bytes<W>;
+    W block;
+    if (arrangement.avx2_panels) {
+        const auto* src = reinterpret_cast<const std::uint8_t*>(w + (row / avx2_panel_rows * avx2_panel_rows * blocks + b * avx2_panel_rows));
+        const std::size_t lane = row % avx2_panel_rows;
+        for (std::size_t j = 0; j < vectors; ++j) std::memcpy(block.qs + 4 * j, src + j * 32 + lane * 4, 4);
+        std::memcpy(&block.d.bits, src + vectors * 32 + lane * 2, 2);
+        return block;
+    }
     const auto* src = reinterpret_cast<const std::uint8_t*>(w + row / arranged_rows * arranged_rows * blocks) + b * group_block_bytes<W>;
     const std::size_t panel = row % arranged_rows / 16, lane = row % 16;
-    W block;
     for (std::size_t j = 0; j < vectors; ++j) std::memcpy(block.qs + 4 * j, src + panel * panel_bytes + j * 64 + lane * 4, 4);
     std::memcpy(&block.d.bits, src + 2 * panel_bytes + panel * 32 + lane * 2, 2);
     return block;
 }
 
 // Arranges the whole groups of Q8_0 or Q4_0 W(n, k) in place (k a multiple of 32, n at least
-// 32) where the CPU has AVX-512 VNNI.
+// 32): for AVX-512 VNNI's tiles where the CPU has them, else for AVX2's.
 template <class W>
     requires std::is_same_v<W, Q8_0> || std::is_same_v<W, Q4_0>
 Arrangement arrange_integer(ThreadPool& pool, W* w, std::size_t n, std::size_t k) {
 #if TESSERA_HAS_AVX512_KERNELS
-    if (!has_avx512_vnni() || n < arranged_rows || k % 32 != 0 || k == 0) return {};
+    if (!has_avx2() || n < arranged_rows || k % 32 != 0 || k == 0) return {};
     const std::size_t blocks = k / 32;
-    arrange_groups(pool, w, n, blocks, [blocks](const W* rows, W* group) {
-        arrange_integer_group(rows, blocks, reinterpret_cast<std::uint8_t*>(group));
+    const bool vnni = has_avx512_vnni();
+    arrange_groups(pool, w, n, blocks, [blocks, vnni](const W* rows, W* group) {
+        if (vnni) arrange_integer_group(rows, blocks, reinterpret_cast<std::uint8_t*>(group));
+        else arrange_avx2_panels(rows, blocks, reinterpret_cast<std::uint8_t*>(group));
     });
-    return {true};
+    return {true, !vnni};
 #else
     (void)pool, (void)w, (void)n, (void)k;
     return {};
@@ -280,6 +311,38 @@ void arranged_integer_gemm(ThreadPool& pool, const float* a, const W* w, const f
     arranged_one_row<decode_groups<W>>(pool, n, bias, c, [&]<std::size_t... g>(std::size_t col, std::index_sequence<g...>, float* out) {
         avx512vnni::packed_row(packed.tile_q(0), packed.tile_d(0), packed.tile_offset(0), std::array{panels_at(col + g * arranged_rows)...},
                                blocks, out);
+    });
+}
+
+// Activation rows per pass over a panel's weights in avx2_arranged_integer_gemm: their
+// quantized bytes (k each) stay in the L2 cache while every panel of the task's columns meets
+// them, each panel read from the L1 cache for all of them.
+inline constexpr std::size_t avx2_rows_per_pass = 64;
+
+// C(m, n) = A(m, k) · W(n, k)ᵀ + bias for Q8_0 or Q4_0 weights arranged in AVX2's panels, any
+// m >= 1: 8 weight rows by 4 activation rows per tile (avx2::panel_tile), the rows after the
+// whole groups by the tiles over W as stored. A row's result is the same bits for every m.
+template <class W>
+void avx2_arranged_integer_gemm(ThreadPool& pool, const float* a, const W* w, const float* bias, float* c, std::size_t m,
+                                std::size_t n, std::size_t k) {
+    const std::vector<QuantizedRow>& rows = quantized_rows<W, true>(pool, a, m, k);
+    const std::size_t blocks = k / 32, whole = n / arranged_rows * arranged_rows;
+    const auto* bytes = reinterpret_cast<const std::uint8_t*>(w);
+    pool.parallel_for(n, arranged_rows, [&](std::size_t begin, std::size_t end) {
+        const std::size_t arranged_end = std::min(end, whole);
+        for (std::size_t first = 0; first < m; first += avx2_rows_per_pass) {
+            const std::size_t last = std::min(m, first + avx2_rows_per_pass);
+            for (std::size_t col = begin; col < arranged_end; col += avx2_panel_rows) {
+                const std::uint8_t* panel = bytes + col * blocks * sizeof(W);
+                std::size_t t = first;
+                for (; t + 4 <= last; t += 4) avx2::panel_tile<4, W>(panel, rows.data() + t, blocks, c + t * n + col, n);
+                if (t < last) {
+                    with_tile_rows<3>(last - t, [&]<std::size_t T>() { avx2::panel_tile<T, W>(panel, rows.data() + t, blocks, c + t * n + col, n); });
+                }
+            }
+        }
+        if (arranged_end < end) avx2::integer_columns(rows.data(), w, c, m, k, n, std::max(begin, whole), end);
+        add_bias_columns(c, bias, m, n, begin, end);
     });
 }
 

@@ -28,11 +28,12 @@ namespace tessera::cpu {
 // C(m, n) = A(m, k) · W(n, k)ᵀ + bias for Q8_0 / Q4_0 and a few rows: each row of A quantized
 // once (as the one-row product does: the same bits with either instruction set), then the
 // integer tiles over W as stored, AVX-512 VNNI's or (Avx2) AVX2's.
-template <class W, bool Avx2 = false>
-void few_rows_integer(ThreadPool& pool, const float* a, const W* w, const float* bias, float* c, std::size_t m, std::size_t n,
-                      std::size_t k) {
-    thread_local std::vector<QuantizedRow> caller_rows;  // grows once per calling thread
-    std::vector<QuantizedRow>& rows = caller_rows;        // (the workers fill the caller's)
+// A(m, k)'s rows quantized for W's integer tiles (AVX-512 VNNI's, or with Avx2 AVX2's), into
+// the calling thread's rows (grown once; the workers fill the caller's).
+template <class W, bool Avx2>
+std::vector<QuantizedRow>& quantized_rows(ThreadPool& pool, const float* a, std::size_t m, std::size_t k) {
+    thread_local std::vector<QuantizedRow> caller_rows;
+    std::vector<QuantizedRow>& rows = caller_rows;
     if (rows.size() < m) rows.resize(m);
     for (std::size_t i = 0; i < m; ++i) rows[i].reserve(k);
     pool.parallel_for(m, 1, [&](std::size_t begin, std::size_t end) {
@@ -46,6 +47,13 @@ void few_rows_integer(ThreadPool& pool, const float* a, const W* w, const float*
             }
         }
     });
+    return rows;
+}
+
+template <class W, bool Avx2 = false>
+void few_rows_integer(ThreadPool& pool, const float* a, const W* w, const float* bias, float* c, std::size_t m, std::size_t n,
+                      std::size_t k) {
+    const std::vector<QuantizedRow>& rows = quantized_rows<W, Avx2>(pool, a, m, k);
     pool.parallel_for(n, 16, [&](std::size_t begin, std::size_t end) {
         if constexpr (Avx2) avx2::integer_columns(rows.data(), w, c, m, k, n, begin, end);
         else avx512vnni::integer_columns(rows.data(), w, c, m, k, n, begin, end);

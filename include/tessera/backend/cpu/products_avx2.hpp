@@ -10,7 +10,8 @@
 // float and scaled by the two blocks' scales. The integer partial sums are exact; only the
 // order of the float additions differs from the portable loops.
 #include <cstddef>      // std::size_t
-#include <cstdint>      // std::int8_t
+#include <cstdint>      // std::int8_t, std::int32_t
+#include <cstring>      // std::memcpy
 #include <type_traits>  // std::integral_constant
 #include <utility>      // std::index_sequence
 
@@ -142,6 +143,58 @@ inline void integer_columns(const QuantizedRow* x, const W* w, float* c, std::si
             default: break;
         }
     }
+}
+
+// Q8_0 / Q4_0 weights arranged in panels of 8 rows (arranged_weights.hpp: per block, vector j's
+// 32-bit lane r holds row r's qs[4j, 4j + 4), then the 8 rows' f16 scales) times T <= 4
+// activation rows: out[t * ldc + r] = W row r · x[t] for the panel's 8 rows. Each vector of 4
+// weights per row meets the same 4 activations, broadcast to every lane, so one vpmaddubsw
+// serves 8 rows (the tiles over W as stored serve one). Q4_0's nibbles 0-15 by ±127 make pairs
+// of at most 2 · 15 · 127, so a block's 8 pairs of vectors add in 16 bits (at most 30,480)
+// before one vpmaddwd; Q8_0's pairs (up to 2 · 128 · 127) are widened to 32 bits at once.
+// Each row and activation row is summed in a fixed order, so a result has the same bits in a
+// tile of any T (one decode row is a tile of one).
+template <std::size_t T, class W>
+inline void panel_tile(const std::uint8_t* panel, const QuantizedRow* x, std::size_t blocks, float* out, std::size_t ldc) noexcept {
+    constexpr bool q4 = std::is_same_v<W, Q4_0>;
+    constexpr std::size_t vectors = sizeof(W::qs) / 4, block_bytes = 8 * sizeof(W);
+    const auto broadcast = [](const std::int8_t* q) {
+        std::int32_t four;
+        std::memcpy(&four, q, 4);
+        return _mm256_set1_epi32(four);
+    };
+    const __m256i ones = _mm256_set1_epi16(1), low_nibbles = _mm256_set1_epi8(15);
+    __m256 acc[T];
+    unrolled<T>([&](auto t) { acc[t] = _mm256_setzero_ps(); });
+    for (std::size_t b = 0; b < blocks; ++b) {
+        const std::uint8_t* v = panel + b * block_bytes;
+        __m256i sums[T];
+        unrolled<T>([&](auto t) { sums[t] = _mm256_setzero_si256(); });
+        unrolled<vectors>([&](auto j) {
+            const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(v + 32 * j));
+            if constexpr (q4) {
+                const __m256i low = _mm256_and_si256(raw, low_nibbles), high = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low_nibbles);
+                unrolled<T>([&](auto t) {
+                    const std::int8_t* q = x[t].q.data() + 32 * b + 4 * j;
+                    sums[t] = _mm256_add_epi16(sums[t], _mm256_maddubs_epi16(low, broadcast(q)));
+                    sums[t] = _mm256_add_epi16(sums[t], _mm256_maddubs_epi16(high, broadcast(q + 16)));
+                });
+            } else {
+                const __m256i u = _mm256_abs_epi8(raw);
+                unrolled<T>([&](auto t) {
+                    const __m256i pairs = _mm256_maddubs_epi16(u, _mm256_sign_epi8(broadcast(x[t].q.data() + 32 * b + 4 * j), raw));
+                    sums[t] = _mm256_add_epi32(sums[t], _mm256_madd_epi16(pairs, ones));
+                });
+            }
+        });
+        const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(v + 32 * vectors)));
+        unrolled<T>([&](auto t) {
+            const __m256i whole = q4 ? _mm256_madd_epi16(sums[t], ones) : sums[t];
+            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(whole), _mm256_mul_ps(dw, _mm256_set1_ps(x[t].d[b])), acc[t]);
+            if constexpr (q4) acc[t] = _mm256_fmadd_ps(dw, _mm256_set1_ps(x[t].minus_8_sum[b]), acc[t]);
+        });
+    }
+    unrolled<T>([&](auto t) { _mm256_storeu_ps(out + t * ldc, acc[t]); });
 }
 
 // Eight bf16 weights widened to float (exact: a bf16 is a float's upper half).

@@ -228,6 +228,31 @@ Operands random_operands(std::mt19937& rng, std::size_t n, std::size_t most, std
 }
 
 #if TESSERA_HAS_AVX512_KERNELS
+// Whether a Linear's (or a tied table's) W is arranged on this CPU, shapes aside, and whether
+// for the AVX2 kernels (cpu/arranged_weights.hpp).
+template <class W>
+bool arranged_for_avx2() {
+    return cpu::has_avx2() && !(std::is_same_v<W, float> || std::is_same_v<W, bf16> ? cpu::has_avx512() : cpu::has_avx512_vnni());
+}
+template <class W>
+bool arranges_here() {
+    return std::is_same_v<W, bf16> ? cpu::arranges_bf16() || arranged_for_avx2<W>() : cpu::has_avx2();
+}
+
+// C(m, n) with each output one fused multiply-add chain over k in order from 0, then the bias
+// (null: none): what float weights arranged in place give, and bf16 ones arranged for AVX2
+// (w: the weights widened).
+std::vector<float> fma_chains(const float* a, const std::vector<float>& w, const float* bias, std::size_t m, std::size_t n, std::size_t k) {
+    std::vector<float> c(m * n);
+    for (std::size_t t = 0; t < m; ++t)
+        for (std::size_t j = 0; j < n; ++j) {
+            float sum = 0.0f;
+            for (std::size_t i = 0; i < k; ++i) sum = std::fma(a[t * k + i], w[j * k + i], sum);
+            c[t * n + j] = bias != nullptr ? sum + bias[j] : sum;
+        }
+    return c;
+}
+
 // What products over Q8_0 / Q4_0 arranged in AVX2's panels of 8 rows must give, bit for bit:
 // for a row in a whole group of 32, avx2::panel_tile's arithmetic per lane in scalar code of
 // the same order (per block the exact integer sum of the unsigned nibbles or the signed bytes,
@@ -451,9 +476,7 @@ void check_arranged_table() {
     const StoredTable<W> file(stored);
     head.load(WeightSource<Cpu>{file, "", cpu}, "wte.weight");
 #if TESSERA_HAS_AVX512_KERNELS
-    const bool arranges = std::is_same_v<W, float>  ? cpu::has_avx512()
-                          : std::is_same_v<W, bf16> ? cpu::arranges_bf16()
-                                                    : cpu::has_avx2();
+    const bool arranges = arranges_here<W>();
 #else
     const bool arranges = false;
 #endif
@@ -482,14 +505,15 @@ void check_arranged_table() {
 #if TESSERA_HAS_AVX512_KERNELS
         if (arranges) {
             if constexpr (std::is_same_v<W, float>) {
-                for (std::size_t t = 0; t < m; ++t)
-                    for (std::size_t j = 0; j < vocab; ++j) {
-                        float sum = 0.0f;
-                        for (std::size_t i = 0; i < width; ++i) sum = std::fma(rows.data()[t * width + i], w[j * width + i], sum);
-                        expected.data()[t * vocab + j] = sum;
-                    }
+                const auto chains = fma_chains(rows.data(), widened, nullptr, m, vocab, width);
+                std::copy(chains.begin(), chains.end(), expected.data());
             } else if constexpr (std::is_same_v<W, bf16>) {
-                cpu::packed_bf16_gemm(cpu.pool(), rows.data(), stored.data(), nullptr, expected.data(), m, vocab, width);
+                if (arranged_for_avx2<W>()) {
+                    const auto chains = fma_chains(rows.data(), widened, nullptr, m, vocab, width);
+                    std::copy(chains.begin(), chains.end(), expected.data());
+                } else {
+                    cpu::packed_bf16_gemm(cpu.pool(), rows.data(), stored.data(), nullptr, expected.data(), m, vocab, width);
+                }
             } else if (cpu::has_avx512_vnni()) {
                 cpu::packed_integer_gemm(cpu.pool(), rows.data(), stored.data(), nullptr, expected.data(), m, vocab, width);
             } else {
@@ -548,10 +572,7 @@ void check_arranged_products() {
             std::copy(stored.data(), stored.data() + stored.size(), arranged_w.data());
             const auto arranged = cpu.arrange_weights(arranged_w.view());
 #if TESSERA_HAS_AVX512_KERNELS
-            const bool arranges = (std::is_same_v<W, float>  ? cpu::has_avx512()
-                                   : std::is_same_v<W, bf16> ? cpu::arranges_bf16()
-                                                             : cpu::has_avx2()) &&
-                                  n >= 32;
+            const bool arranges = arranges_here<W>() && n >= 32;
 #else
             const bool arranges = false;
 #endif
@@ -580,7 +601,7 @@ void check_arranged_products() {
                 // As check_products: the reference over the activations rounded as the kernel rounds them.
                 const auto precision = !arranges ? cpu::activation_precision<W>(m)
                                        : std::is_same_v<W, float> ? cpu::ActivationPrecision::f32
-                                       : std::is_same_v<W, bf16>  ? cpu::ActivationPrecision::bf16
+                                       : std::is_same_v<W, bf16>  ? (arranged_for_avx2<W>() ? cpu::ActivationPrecision::f32 : cpu::ActivationPrecision::bf16)
                                                                   : cpu::ActivationPrecision::int8;
                 const std::vector<double> ref = reference(std::vector<float>(rows.data(), rows.data() + m * k), dequantized, m, n, k, precision);
                 double worst = 0.0;
@@ -589,15 +610,15 @@ void check_arranged_products() {
 #if TESSERA_HAS_AVX512_KERNELS
                 if (arranges) {
                     if constexpr (std::is_same_v<W, float>) {
-                        // Each output one fused multiply-add chain over k from 0, then the bias.
-                        for (std::size_t t = 0; t < m; ++t)
-                            for (std::size_t j = 0; j < n; ++j) {
-                                float sum = 0.0f;
-                                for (std::size_t i = 0; i < k; ++i) sum = std::fma(rows.data()[t * k + i], w[j * k + i], sum);
-                                expected.data()[t * n + j] = sum + bias.data()[j];
-                            }
+                        const auto chains = fma_chains(rows.data(), dequantized, bias.data(), m, n, k);
+                        std::copy(chains.begin(), chains.end(), expected.data());
                     } else if constexpr (std::is_same_v<W, bf16>) {
-                        cpu::packed_bf16_gemm(cpu.pool(), rows.data(), stored.data(), bias.data(), expected.data(), m, n, k);
+                        if (arranged_for_avx2<W>()) {
+                            const auto chains = fma_chains(rows.data(), dequantized, bias.data(), m, n, k);
+                            std::copy(chains.begin(), chains.end(), expected.data());
+                        } else {
+                            cpu::packed_bf16_gemm(cpu.pool(), rows.data(), stored.data(), bias.data(), expected.data(), m, n, k);
+                        }
                     } else if (cpu::has_avx512_vnni()) {
                         cpu::packed_integer_gemm(cpu.pool(), rows.data(), stored.data(), bias.data(), expected.data(), m, n, k);
                     } else {

@@ -118,10 +118,15 @@ public:
 #if TESSERA_HAS_AVX512_KERNELS
         if (arranged.arranged) {
             const std::size_t m = a.extent(0), n = w.extent(0), k = a.extent(1);
-            if constexpr (std::is_same_v<W, bf16>) return cpu::arranged_bf16_gemm(*pool_, a.data(), w.data(), bias_or_null(bias), c.data(), m, n, k);
-            else if constexpr (std::is_same_v<W, float>) return cpu::arranged_float_gemm(*pool_, a.data(), w.data(), bias_or_null(bias), c.data(), m, n, k);
-            else if (arranged.avx2_panels) return cpu::avx2_arranged_integer_gemm(*pool_, a.data(), w.data(), bias_or_null(bias), c.data(), m, n, k);
-            else return cpu::arranged_integer_gemm(*pool_, a.data(), w.data(), bias_or_null(bias), c.data(), m, n, k);
+            const float* b = bias_or_null(bias);
+            if constexpr (std::is_same_v<W, bf16> || std::is_same_v<W, float>) {
+                if (arranged.for_avx2) return cpu::avx2_arranged_float_gemm(*pool_, a.data(), w.data(), b, c.data(), m, n, k);
+                if constexpr (std::is_same_v<W, bf16>) return cpu::arranged_bf16_gemm(*pool_, a.data(), w.data(), b, c.data(), m, n, k);
+                else return cpu::arranged_float_gemm(*pool_, a.data(), w.data(), b, c.data(), m, n, k);
+            } else {
+                if (arranged.for_avx2) return cpu::avx2_arranged_integer_gemm(*pool_, a.data(), w.data(), b, c.data(), m, n, k);
+                return cpu::arranged_integer_gemm(*pool_, a.data(), w.data(), b, c.data(), m, n, k);
+            }
         }
 #endif
         gemm(a, w, bias, c);
@@ -220,7 +225,7 @@ public:
         const std::size_t n = table.extent(0), c = table.extent(1);
         for (std::size_t r = 0; r < ids.size(); ++r)
             for (std::size_t e = 0; e < c; ++e)
-                out.data()[r * c + e] = static_cast<float>(cpu::arranged_element(table.data(), n, c, static_cast<std::size_t>(ids[r]), e));
+                out.data()[r * c + e] = static_cast<float>(cpu::arranged_element(table.data(), n, c, arranged, static_cast<std::size_t>(ids[r]), e));
     }
     // The same for a Q8_0 or Q4_0 table, each block read back out of its group.
     template <class W>

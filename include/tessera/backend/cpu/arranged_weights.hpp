@@ -3,8 +3,8 @@
 // row (decode) included, run the packed GEMMs' tiles over them as they lie: the same bytes in
 // another order, the same size, no second copy: a Linear's weights, and the tied head's table,
 // whose token rows are read back out of the order (arranged_block, arranged_element). Q8_0 and
-// Q4_0 where the CPU has AVX-512 VNNI; bf16 where it has AVX-512 BF16 but no AMX (whose tiles
-// read bf16 rows as stored); float where it has AVX-512.
+// Q4_0 where the CPU has AVX-512 VNNI, or else AVX2 (a layout of its own, below); bf16 where it
+// has AVX-512 BF16 but no AMX (whose tiles read bf16 rows as stored); float where it has AVX-512.
 //
 // Why: as stored, a product of several rows must first pack W into the order the tiles
 // multiply 16 weight rows per instruction in, and packing per call cost about three times the
@@ -25,7 +25,7 @@
 // bf16: per group of 32 rows, per pair of columns, the two 16-row halves' [row][2 bf16]
 // vectors: what pack_bf16_panels makes per call and bf16_tile reads (k must be even).
 //
-// float: per panel of 16 rows, [k][16] (avx512::arrange_float_panel): each activation is
+// float: per panel of 16 rows, [k][16] (arrange_panel): each activation is
 // broadcast and multiplies 16 weight rows per FMA, where the tiles over W as stored sum each
 // dot product across the lanes of its own accumulator (about half the FMA rate at 8-64 rows).
 #include <algorithm>  // std::copy, std::min
@@ -57,7 +57,7 @@ inline constexpr std::size_t panel_quant_bytes = 16 * sizeof(W::qs);  // Q8_0 51
 // CPU lacks the instructions or the shape does not fit, when the products read W as stored.
 struct Arrangement {
     bool arranged = false;
-    bool avx2_panels = false;  // Q8_0 / Q4_0 in AVX2's panels of 8 rows, not AVX-512 VNNI's groups
+    bool for_avx2 = false;  // for the AVX2 kernels (a CPU without AVX-512 VNNI or without AVX-512)
     bool empty() const noexcept { return !arranged; }
 };
 
@@ -121,7 +121,7 @@ W arranged_block(const W* w, std::size_t n, std::size_t blocks, const Arrangemen
     if (row >= n / arranged_rows * arranged_rows) return w[row * blocks + b];  // (the rows after the whole groups)
     constexpr std::size_t vectors = sizeof(W::qs) / 4, panel_bytes = panel_quant_bytes<W>;
     W block;
-    if (arrangement.avx2_panels) {
+    if (arrangement.for_avx2) {
         const auto* src = reinterpret_cast<const std::uint8_t*>(w + (row / avx2_panel_rows * avx2_panel_rows * blocks + b * avx2_panel_rows));
         const std::size_t lane = row % avx2_panel_rows;
         for (std::size_t j = 0; j < vectors; ++j) std::memcpy(block.qs + 4 * j, src + j * 32 + lane * 4, 4);
@@ -155,7 +155,27 @@ Arrangement arrange_integer(ThreadPool& pool, W* w, std::size_t n, std::size_t k
 #endif
 }
 
-// Whether bf16 weights are arranged on this CPU (any shape aside).
+// Rows [0, 16) of W (row stride k) into one panel [k][16]: the float layout, and bf16's for AVX2.
+inline constexpr std::size_t panel_rows = 16;
+template <class E>
+void arrange_panel(const E* rows, std::size_t k, E* panel) noexcept {
+    for (std::size_t r = 0; r < panel_rows; ++r)
+        for (std::size_t i = 0; i < k; ++i) panel[i * panel_rows + r] = rows[r * k + i];
+}
+template <class E>
+void arrange_panels(const E* rows, std::size_t k, E* group) noexcept {
+    for (std::size_t p = 0; p < arranged_rows; p += panel_rows) arrange_panel(rows + p * k, k, group + p * k);
+}
+// Element e of row `row` of W(n, k) in panels of 16 rows (the rows after the whole groups as stored).
+template <class E>
+E panel_element(const E* w, std::size_t n, std::size_t k, std::size_t row, std::size_t e) noexcept {
+    if (row >= n / arranged_rows * arranged_rows) return w[row * k + e];
+    return w[row / panel_rows * panel_rows * k + e * panel_rows + row % panel_rows];
+}
+
+// Whether bf16 weights are arranged for AVX-512 BF16's vdpbf16ps on this CPU (any shape aside):
+// its products round the activations to bf16. (Without AVX-512, AVX2 arranges them in panels
+// of 16 rows and multiplies them widened to float.)
 inline bool arranges_bf16() noexcept {
 #if TESSERA_HAS_AVX512_KERNELS
     return has_avx512_bf16() && !has_amx();
@@ -166,16 +186,22 @@ inline bool arranges_bf16() noexcept {
 
 // Element e of row `row` of a bf16 W(n, k) arranged by arrange_bf16 (the rows after the whole
 // groups as stored): for gathering rows of an arranged table.
-inline bf16 arranged_element(const bf16* w, std::size_t n, std::size_t k, std::size_t row, std::size_t e) noexcept {
-    if (row >= n / arranged_rows * arranged_rows) return w[row * k + e];
+inline bf16 arranged_element(const bf16* w, std::size_t n, std::size_t k, const Arrangement& arrangement, std::size_t row,
+                             std::size_t e) noexcept {
+    if (arrangement.for_avx2 || row >= n / arranged_rows * arranged_rows) return panel_element(w, n, k, row, e);
     const std::size_t panel = row % arranged_rows / 16, lane = row % 16;
     return w[row / arranged_rows * arranged_rows * k + (e / 2 * 2 + panel) * 32 + lane * 2 + e % 2];
 }
 
-// Arranges the whole groups of bf16 W(n, k) in place (k even, n at least 32) where arranges_bf16().
+// Arranges the whole groups of bf16 W(n, k) in place (n at least 32): for vdpbf16ps (k even)
+// where arranges_bf16(), in panels of 16 rows where the CPU has AVX2 but not AVX-512.
 template <class Deferred = void>
 inline Arrangement arrange_bf16(ThreadPool& pool, bf16* w, std::size_t n, std::size_t k) {
 #if TESSERA_HAS_AVX512_KERNELS
+    if (!has_avx512() && has_avx2() && n >= arranged_rows && k != 0) {
+        arrange_groups(pool, w, n, k, [k](const bf16* rows, bf16* group) { arrange_panels(rows, k, group); });
+        return {true, true};
+    }
     if (!arranges_bf16() || n < arranged_rows || k % 2 != 0 || k == 0) return {};
     arrange_groups(pool, w, n, k, [k](const bf16* rows, bf16* group) {
         avx512vnni::pack_bf16_panels(rows, k, arranged_rows, reinterpret_cast<std::uint16_t*>(group));
@@ -188,21 +214,18 @@ inline Arrangement arrange_bf16(ThreadPool& pool, bf16* w, std::size_t n, std::s
 }
 
 // The same for a float W(n, k) arranged by arrange_float.
-inline float arranged_element(const float* w, std::size_t n, std::size_t k, std::size_t row, std::size_t i) noexcept {
-    constexpr std::size_t panel_rows = 16;  // (avx512::float_panel_rows, outside the AVX-512 region)
-    if (row >= n / arranged_rows * arranged_rows) return w[row * k + i];
-    return w[row / panel_rows * panel_rows * k + i * panel_rows + row % panel_rows];
+inline float arranged_element(const float* w, std::size_t n, std::size_t k, const Arrangement&, std::size_t row, std::size_t i) noexcept {
+    return panel_element(w, n, k, row, i);
 }
 
-// Arranges the whole groups of float W(n, k) in place (n at least 32) where the CPU has AVX-512.
+// Arranges the whole groups of float W(n, k) in place (n at least 32) in panels of 16 rows where
+// the CPU has AVX2 (for AVX-512's tiles where it has them).
 template <class Deferred = void>
 inline Arrangement arrange_float(ThreadPool& pool, float* w, std::size_t n, std::size_t k) {
 #if TESSERA_HAS_AVX512_KERNELS
-    if (!has_avx512() || n < arranged_rows || k == 0) return {};
-    arrange_groups(pool, w, n, k, [k](const float* rows, float* group) {
-        for (std::size_t p = 0; p < arranged_rows; p += avx512::float_panel_rows) avx512::arrange_float_panel(rows + p * k, k, group + p * k);
-    });
-    return {true};
+    if (!has_avx2() || n < arranged_rows || k == 0) return {};
+    arrange_groups(pool, w, n, k, [k](const float* rows, float* group) { arrange_panels(rows, k, group); });
+    return {true, !has_avx512()};
 #else
     (void)pool, (void)w, (void)n, (void)k;
     return {};
@@ -374,22 +397,39 @@ inline void arranged_bf16_gemm(ThreadPool& pool, const float* a, const bf16* w, 
 // (avx512::arranged_float_columns: a row's result has the same bits for every m). The rows
 // after the whole groups (the tied head's last V % 32) are arranged per call as panels of
 // their own, zero rows after them, on the calling thread: every column the same arithmetic.
+// columns(a, w, bias, c, m, k, ldc, begin, end) over the whole groups, shared by the pool, then
+// over the rows after them arranged per call as panels of their own, zero rows after them.
+template <class E, class Columns>
+void panel_rows_gemm(ThreadPool& pool, const float* a, const E* w, const float* bias, float* c, std::size_t m, std::size_t n,
+                     std::size_t k, std::size_t grain, Columns&& columns) {
+    const std::size_t whole = n / arranged_rows * arranged_rows;
+    pool.parallel_for(whole, grain, [&](std::size_t begin, std::size_t end) { columns(a, w, bias, c, m, k, n, begin, end); });
+    if (whole == n) return;
+    thread_local std::vector<E> rows;  // the last rows and zero ones (grown once)
+    thread_local std::vector<float> products;
+    thread_local AlignedBuffer<E> panels;
+    rows.assign(arranged_rows * k, E{});
+    products.assign(m * arranged_rows, 0.0f);
+    std::copy(w + whole * k, w + n * k, rows.begin());
+    if (panels.size() < arranged_rows * k) panels = AlignedBuffer<E>(arranged_rows * k);
+    arrange_panels(rows.data(), k, panels.data());
+    columns(a, panels.data(), nullptr, products.data(), m, k, arranged_rows, 0, arranged_rows);
+    for (std::size_t t = 0; t < m; ++t)
+        std::copy(products.data() + t * arranged_rows, products.data() + t * arranged_rows + (n - whole), c + t * n + whole);
+    add_bias_columns(c, bias, m, n, whole, n);
+}
+
 inline void arranged_float_gemm(ThreadPool& pool, const float* a, const float* w, const float* bias, float* c, std::size_t m,
                                 std::size_t n, std::size_t k) {
-    const std::size_t whole = n / arranged_rows * arranged_rows;
-    pool.parallel_for(whole, 4 * avx512::float_panel_rows, [&](std::size_t begin, std::size_t end) {
-        avx512::arranged_float_columns(a, w, bias, c, m, k, n, begin, end);
-    });
-    if (whole == n) return;
-    thread_local std::vector<float> rows;  // the last rows and zero ones, then their products (grown once)
-    thread_local AlignedBuffer<float> panels;
-    rows.assign(std::max(arranged_rows * k, m * arranged_rows), 0.0f);
-    std::copy(w + whole * k, w + n * k, rows.begin());
-    if (panels.size() < arranged_rows * k) panels = AlignedBuffer<float>(arranged_rows * k);
-    for (std::size_t p = 0; p < arranged_rows; p += avx512::float_panel_rows) avx512::arrange_float_panel(rows.data() + p * k, k, panels.data() + p * k);
-    avx512::arranged_float_columns(a, panels.data(), nullptr, rows.data(), m, k, arranged_rows, 0, arranged_rows);
-    for (std::size_t t = 0; t < m; ++t) std::copy(rows.data() + t * arranged_rows, rows.data() + t * arranged_rows + (n - whole), c + t * n + whole);
-    add_bias_columns(c, bias, m, n, whole, n);
+    panel_rows_gemm(pool, a, w, bias, c, m, n, k, 4 * avx512::float_panel_rows, [](auto... args) { avx512::arranged_float_columns(args...); });
+}
+
+// The same for float or bf16 weights arranged for AVX2 (avx2::panel_rows_columns: bf16 widened
+// to float as loaded, the activations float).
+template <class E>
+void avx2_arranged_float_gemm(ThreadPool& pool, const float* a, const E* w, const float* bias, float* c, std::size_t m,
+                              std::size_t n, std::size_t k) {
+    panel_rows_gemm(pool, a, w, bias, c, m, n, k, arranged_rows, [](auto... args) { avx2::panel_rows_columns(args...); });
 }
 
 }  // namespace tessera::cpu

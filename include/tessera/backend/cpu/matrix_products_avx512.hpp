@@ -295,14 +295,8 @@ inline void few_rows_columns(const float* a, const E* w, float* c, std::size_t m
 // from 0, whatever the tile: a row's result has the same bits for every number of rows.
 inline constexpr std::size_t float_panel_rows = 16;
 
-// Rows [0, 16) of W (row stride k) into one panel [k][16].
-inline void arrange_float_panel(const float* rows, std::size_t k, float* panel) noexcept {
-    for (std::size_t r = 0; r < float_panel_rows; ++r)
-        for (std::size_t i = 0; i < k; ++i) panel[i * float_panel_rows + r] = rows[r * k + i];
-}
-
 // Where the float tiles find W's columns: the 16 that start at column r (a multiple of 16) at
-// w + r * column_stride, their k-th values at + k * step. Arranged panels (arrange_float_panel):
+// w + r * column_stride, their k-th values at + k * step. Arranged panels (cpu::arrange_panel):
 // column_stride k, step 16. The columns of a row-major matrix (attention's values): column_stride
 // 1, step its row stride.
 struct FloatColumns {
@@ -392,7 +386,7 @@ inline void float_panels_columns(const float* a, std::size_t lda, FloatColumns w
     for (; r < n_end; r += float_panel_rows) arranged_float_panels<1>(w, r, a, lda, bias_at(r), c + r, m, ldc, k, r);
 }
 
-// The same for W arranged in panels (arrange_float_panel) and A's rows contiguous.
+// The same for W arranged in panels (cpu::arrange_panel) and A's rows contiguous.
 inline void arranged_float_columns(const float* a, const float* w, const float* bias, float* c, std::size_t m, std::size_t k,
                                    std::size_t ldc, std::size_t n_begin, std::size_t n_end) noexcept {
     float_panels_columns(a, k, FloatColumns{w, k, float_panel_rows}, bias, c, m, k, ldc, n_begin, n_end);

@@ -233,6 +233,60 @@ inline __m256 load_tail(const E* w, std::size_t n) noexcept {
     return _mm256_load_ps(tail);
 }
 
+// Float or bf16 weights arranged in panels of 16 rows, [k][16] (arranged_weights.hpp), times T
+// activation rows (stride lda): c[t · ldc + r] = W row r · A row t (+ bias[r] unless null, added
+// as the tile is stored) for P panels (32 rows with P = 2: decode's 4 accumulators; 16 with
+// P = 1 and T up to 6: 12 accumulators, 2 weight vectors and a broadcast activation of AVX2's
+// 16 registers). Each activation is broadcast and meets 16 rows per pair of FMAs, where the
+// tiles over W as stored sum each dot product across the lanes of its own accumulator. Every
+// output is one fused multiply-add chain over k in order from 0 (as AVX-512's arranged tile),
+// so a row's result has the same bits in any tile.
+template <std::size_t T, std::size_t P, class E>
+inline void panel_rows_tile(const E* panels, std::size_t k, const float* a, std::size_t lda, const float* bias, float* c,
+                            std::size_t ldc) noexcept {
+    constexpr std::size_t rows = 16;
+    __m256 acc[T][2 * P];
+    unrolled<T>([&](auto t) { unrolled<2 * P>([&](auto v) { acc[t][v] = _mm256_setzero_ps(); }); });
+    for (std::size_t i = 0; i < k; ++i) {
+        __m256 w[2 * P];
+        unrolled<2 * P>([&](auto v) { w[v] = load8(panels + v / 2 * rows * k + i * rows + v % 2 * 8); });
+        unrolled<T>([&](auto t) {
+            const __m256 x = _mm256_broadcast_ss(a + t * lda + i);
+            unrolled<2 * P>([&](auto v) { acc[t][v] = _mm256_fmadd_ps(x, w[v], acc[t][v]); });
+        });
+    }
+    unrolled<2 * P>([&](auto v) {
+        const __m256 b = bias != nullptr ? _mm256_loadu_ps(bias + 8 * v) : _mm256_setzero_ps();
+        unrolled<T>([&](auto t) { _mm256_storeu_ps(c + t * ldc + 8 * v, bias != nullptr ? _mm256_add_ps(acc[t][v], b) : acc[t][v]); });
+    });
+}
+
+// Columns [n_begin, n_end) (multiples of 32) of C(m, ldc) = A(m, k) · W(·, k)ᵀ + bias (over all
+// the columns; null: none) for W arranged in panels of 16 rows: one row two panels at a time,
+// more rows one panel and six rows at a time.
+template <class E>
+inline void panel_rows_columns(const float* a, const E* w, const float* bias, float* c, std::size_t m, std::size_t k, std::size_t ldc,
+                               std::size_t n_begin, std::size_t n_end) noexcept {
+    const auto bias_at = [&](std::size_t r) { return bias != nullptr ? bias + r : nullptr; };
+    if (m == 1) {
+        for (std::size_t r = n_begin; r < n_end; r += 32) panel_rows_tile<1, 2>(w + r * k, k, a, k, bias_at(r), c + r, ldc);
+        return;
+    }
+    for (std::size_t r = n_begin; r < n_end; r += 16) {
+        std::size_t t = 0;
+        for (; t + 6 <= m; t += 6) panel_rows_tile<6, 1>(w + r * k, k, a + t * k, k, bias_at(r), c + t * ldc + r, ldc);
+        const auto rest = [&]<std::size_t T>() { panel_rows_tile<T, 1>(w + r * k, k, a + t * k, k, bias_at(r), c + t * ldc + r, ldc); };
+        switch (m - t) {
+            case 5: rest.template operator()<5>(); break;
+            case 4: rest.template operator()<4>(); break;
+            case 3: rest.template operator()<3>(); break;
+            case 2: rest.template operator()<2>(); break;
+            case 1: rest.template operator()<1>(); break;
+            default: break;
+        }
+    }
+}
+
 // Up to this many rows of A, few_rows_columns; more go to Eigen's packed product. Measured on
 // the 124M shapes built for Haswell, 2 threads, prompts of m tokens: the tiles 1.3-1.6x faster
 // (f32) and 1.2-1.5x (bf16) at 2 rows, 1.0-1.3x at 4, even at ~8, 0.9x at 16 and less beyond

@@ -681,8 +681,8 @@ TEST_CASE("Weight format names", "[formats]") {
 
 #if TESSERA_HAS_AVX512_KERNELS
 TEST_CASE("The vector activation quantization gives the portable one's bits", "[formats]") {
-    if (!cpu::has_avx512_vnni()) {
-        test::skip("no AVX-512 VNNI here (or switched off): nothing to compare");
+    if (!cpu::has_avx2()) {
+        test::skip("no AVX2 here (or switched off): nothing to compare");
         return;
     }
     std::mt19937 rng(5);
@@ -692,14 +692,22 @@ TEST_CASE("The vector activation quantization gives the portable one's bits", "[
     for (std::size_t j = 0; j < 32; ++j) x[j] = static_cast<float>(j) - 15.5f;  // ties: 127 / 16 * (j - 15.5)
     x[32] = 127.0f;                                                             // a block with scale 1
     for (std::size_t j = 1; j < 32; ++j) x[32 + j] = static_cast<float>(j) + 0.5f;
-    cpu::QuantizedRow portable, vector;
+    x[64 + 5] = -1000.0f;  // a block whose largest magnitude is negative
+    cpu::QuantizedRow portable;
     portable.assign(x.data(), x.size());
-    vector.reserve(x.size());
-    cpu::avx512vnni::quantize_row(vector, x.data(), x.size());
-    CHECK(portable.q == vector.q);
-    CHECK(portable.d == vector.d);
-    CHECK(vector.q[33] == 2);  // 1.5 -> 2 and 2.5 -> 2: ties to even
-    CHECK(vector.q[34] == 2);
+    const auto check = [&](auto quantize_row, const char* which) {
+        INFO(which);
+        cpu::QuantizedRow vector;
+        vector.reserve(x.size());
+        quantize_row(vector, x.data(), x.size());
+        CHECK(portable.q == vector.q);
+        CHECK(portable.d == vector.d);
+        CHECK(vector.q[33] == 2);  // 1.5 -> 2 and 2.5 -> 2: ties to even
+        CHECK(vector.q[34] == 2);
+        CHECK(vector.q[64 + 5] == -127);
+    };
+    check(cpu::avx2::quantize_row, "AVX2");
+    if (cpu::has_avx512_vnni()) check(cpu::avx512vnni::quantize_row, "AVX-512");
 }
 #endif
 

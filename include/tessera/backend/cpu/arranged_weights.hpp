@@ -3,8 +3,10 @@
 // row (decode) included, run the packed GEMMs' tiles over them as they lie: the same bytes in
 // another order, the same size, no second copy: a Linear's weights, and the tied head's table,
 // whose token rows are read back out of the order (arranged_block, arranged_element). Q8_0 and
-// Q4_0 where the CPU has AVX-512 VNNI, or else AVX2 (a layout of its own, below); bf16 where it
-// has AVX-512 BF16 but no AMX (whose tiles read bf16 rows as stored); float where it has AVX-512.
+// Q4_0 for AVX-512 VNNI's tiles, or else AVX2's (a layout of their own, below); bf16 for
+// vdpbf16ps where the CPU has AVX-512 BF16 but no AMX (whose tiles read bf16 rows as stored), or
+// as float is where it has AVX2 but not AVX-512; float where it has AVX2 (Arrangement::for_avx2
+// says which kernels the layout is for).
 //
 // Why: as stored, a product of several rows must first pack W into the order the tiles
 // multiply 16 weight rows per instruction in, and packing per call cost about three times the
@@ -25,9 +27,11 @@
 // bf16: per group of 32 rows, per pair of columns, the two 16-row halves' [row][2 bf16]
 // vectors: what pack_bf16_panels makes per call and bf16_tile reads (k must be even).
 //
-// float: per panel of 16 rows, [k][16] (arrange_panel): each activation is
-// broadcast and multiplies 16 weight rows per FMA, where the tiles over W as stored sum each
-// dot product across the lanes of its own accumulator (about half the FMA rate at 8-64 rows).
+// float: per panel of 16 rows, [k][16] (arrange_panel); for AVX2 (float and bf16) per group of
+// 32, [k][32], so that decode reads one stream: each activation is broadcast and multiplies 16
+// weight rows per FMA (8 with AVX2), where the tiles over W as stored sum each dot product
+// across the lanes of its own accumulator (about half the FMA rate at 8-64 rows). AVX2's tiles
+// (avx2::group_rows_tile) widen bf16 to float as they load it.
 #include <algorithm>  // std::copy, std::min
 #include <array>      // std::array
 #include <cstddef>    // std::size_t
@@ -155,22 +159,25 @@ Arrangement arrange_integer(ThreadPool& pool, W* w, std::size_t n, std::size_t k
 #endif
 }
 
-// Rows [0, 16) of W (row stride k) into one panel [k][16]: the float layout, and bf16's for AVX2.
+// Rows [0, R) of W (row stride k) into one panel [k][R]: float's layout for AVX-512 (R = 16,
+// two panels a group) and float's and bf16's for AVX2 (R = 32, a group one panel).
 inline constexpr std::size_t panel_rows = 16;
-template <class E>
+template <std::size_t R, class E>
 void arrange_panel(const E* rows, std::size_t k, E* panel) noexcept {
-    for (std::size_t r = 0; r < panel_rows; ++r)
-        for (std::size_t i = 0; i < k; ++i) panel[i * panel_rows + r] = rows[r * k + i];
+    for (std::size_t r = 0; r < R; ++r)
+        for (std::size_t i = 0; i < k; ++i) panel[i * R + r] = rows[r * k + i];
 }
 template <class E>
-void arrange_panels(const E* rows, std::size_t k, E* group) noexcept {
-    for (std::size_t p = 0; p < arranged_rows; p += panel_rows) arrange_panel(rows + p * k, k, group + p * k);
+void arrange_panels(const E* rows, std::size_t k, E* group, const Arrangement& arrangement) noexcept {
+    if (arrangement.for_avx2) return arrange_panel<arranged_rows>(rows, k, group);
+    for (std::size_t p = 0; p < arranged_rows; p += panel_rows) arrange_panel<panel_rows>(rows + p * k, k, group + p * k);
 }
-// Element e of row `row` of W(n, k) in panels of 16 rows (the rows after the whole groups as stored).
+// Element e of row `row` of W(n, k) so arranged (the rows after the whole groups as stored).
 template <class E>
-E panel_element(const E* w, std::size_t n, std::size_t k, std::size_t row, std::size_t e) noexcept {
+E panel_element(const E* w, std::size_t n, std::size_t k, const Arrangement& arrangement, std::size_t row, std::size_t e) noexcept {
     if (row >= n / arranged_rows * arranged_rows) return w[row * k + e];
-    return w[row / panel_rows * panel_rows * k + e * panel_rows + row % panel_rows];
+    const std::size_t r = arrangement.for_avx2 ? arranged_rows : panel_rows;
+    return w[row / r * r * k + e * r + row % r];
 }
 
 // Whether bf16 weights are arranged for AVX-512 BF16's vdpbf16ps on this CPU (any shape aside):
@@ -188,7 +195,7 @@ inline bool arranges_bf16() noexcept {
 // groups as stored): for gathering rows of an arranged table.
 inline bf16 arranged_element(const bf16* w, std::size_t n, std::size_t k, const Arrangement& arrangement, std::size_t row,
                              std::size_t e) noexcept {
-    if (arrangement.for_avx2 || row >= n / arranged_rows * arranged_rows) return panel_element(w, n, k, row, e);
+    if (arrangement.for_avx2 || row >= n / arranged_rows * arranged_rows) return panel_element(w, n, k, arrangement, row, e);
     const std::size_t panel = row % arranged_rows / 16, lane = row % 16;
     return w[row / arranged_rows * arranged_rows * k + (e / 2 * 2 + panel) * 32 + lane * 2 + e % 2];
 }
@@ -199,8 +206,9 @@ template <class Deferred = void>
 inline Arrangement arrange_bf16(ThreadPool& pool, bf16* w, std::size_t n, std::size_t k) {
 #if TESSERA_HAS_AVX512_KERNELS
     if (!has_avx512() && has_avx2() && n >= arranged_rows && k != 0) {
-        arrange_groups(pool, w, n, k, [k](const bf16* rows, bf16* group) { arrange_panels(rows, k, group); });
-        return {true, true};
+        const Arrangement arrangement{true, true};
+        arrange_groups(pool, w, n, k, [k, arrangement](const bf16* rows, bf16* group) { arrange_panels(rows, k, group, arrangement); });
+        return arrangement;
     }
     if (!arranges_bf16() || n < arranged_rows || k % 2 != 0 || k == 0) return {};
     arrange_groups(pool, w, n, k, [k](const bf16* rows, bf16* group) {
@@ -214,8 +222,9 @@ inline Arrangement arrange_bf16(ThreadPool& pool, bf16* w, std::size_t n, std::s
 }
 
 // The same for a float W(n, k) arranged by arrange_float.
-inline float arranged_element(const float* w, std::size_t n, std::size_t k, const Arrangement&, std::size_t row, std::size_t i) noexcept {
-    return panel_element(w, n, k, row, i);
+inline float arranged_element(const float* w, std::size_t n, std::size_t k, const Arrangement& arrangement, std::size_t row,
+                              std::size_t i) noexcept {
+    return panel_element(w, n, k, arrangement, row, i);
 }
 
 // Arranges the whole groups of float W(n, k) in place (n at least 32) in panels of 16 rows where
@@ -224,8 +233,9 @@ template <class Deferred = void>
 inline Arrangement arrange_float(ThreadPool& pool, float* w, std::size_t n, std::size_t k) {
 #if TESSERA_HAS_AVX512_KERNELS
     if (!has_avx2() || n < arranged_rows || k == 0) return {};
-    arrange_groups(pool, w, n, k, [k](const float* rows, float* group) { arrange_panels(rows, k, group); });
-    return {true, !has_avx512()};
+    const Arrangement arrangement{true, !has_avx512()};
+    arrange_groups(pool, w, n, k, [k, arrangement](const float* rows, float* group) { arrange_panels(rows, k, group, arrangement); });
+    return arrangement;
 #else
     (void)pool, (void)w, (void)n, (void)k;
     return {};
@@ -401,7 +411,7 @@ inline void arranged_bf16_gemm(ThreadPool& pool, const float* a, const bf16* w, 
 // over the rows after them arranged per call as panels of their own, zero rows after them.
 template <class E, class Columns>
 void panel_rows_gemm(ThreadPool& pool, const float* a, const E* w, const float* bias, float* c, std::size_t m, std::size_t n,
-                     std::size_t k, std::size_t grain, Columns&& columns) {
+                     std::size_t k, const Arrangement& arrangement, std::size_t grain, Columns&& columns) {
     const std::size_t whole = n / arranged_rows * arranged_rows;
     pool.parallel_for(whole, grain, [&](std::size_t begin, std::size_t end) { columns(a, w, bias, c, m, k, n, begin, end); });
     if (whole == n) return;
@@ -412,7 +422,7 @@ void panel_rows_gemm(ThreadPool& pool, const float* a, const E* w, const float* 
     products.assign(m * arranged_rows, 0.0f);
     std::copy(w + whole * k, w + n * k, rows.begin());
     if (panels.size() < arranged_rows * k) panels = AlignedBuffer<E>(arranged_rows * k);
-    arrange_panels(rows.data(), k, panels.data());
+    arrange_panels(rows.data(), k, panels.data(), arrangement);
     columns(a, panels.data(), nullptr, products.data(), m, k, arranged_rows, 0, arranged_rows);
     for (std::size_t t = 0; t < m; ++t)
         std::copy(products.data() + t * arranged_rows, products.data() + t * arranged_rows + (n - whole), c + t * n + whole);
@@ -421,15 +431,17 @@ void panel_rows_gemm(ThreadPool& pool, const float* a, const E* w, const float* 
 
 inline void arranged_float_gemm(ThreadPool& pool, const float* a, const float* w, const float* bias, float* c, std::size_t m,
                                 std::size_t n, std::size_t k) {
-    panel_rows_gemm(pool, a, w, bias, c, m, n, k, 4 * avx512::float_panel_rows, [](auto... args) { avx512::arranged_float_columns(args...); });
+    panel_rows_gemm(pool, a, w, bias, c, m, n, k, Arrangement{true, false}, 4 * avx512::float_panel_rows,
+                    [](auto... args) { avx512::arranged_float_columns(args...); });
 }
 
-// The same for float or bf16 weights arranged for AVX2 (avx2::panel_rows_columns: bf16 widened
+// The same for float or bf16 weights arranged for AVX2 (avx2::group_rows_columns: bf16 widened
 // to float as loaded, the activations float).
 template <class E>
 void avx2_arranged_float_gemm(ThreadPool& pool, const float* a, const E* w, const float* bias, float* c, std::size_t m,
                               std::size_t n, std::size_t k) {
-    panel_rows_gemm(pool, a, w, bias, c, m, n, k, arranged_rows, [](auto... args) { avx2::panel_rows_columns(args...); });
+    panel_rows_gemm(pool, a, w, bias, c, m, n, k, Arrangement{true, true}, arranged_rows,
+                    [](auto... args) { avx2::group_rows_columns(args...); });
 }
 
 }  // namespace tessera::cpu

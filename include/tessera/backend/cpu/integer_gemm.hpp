@@ -39,7 +39,7 @@ std::vector<QuantizedRow>& quantized_rows(ThreadPool& pool, const float* a, std:
     pool.parallel_for(m, 1, [&](std::size_t begin, std::size_t end) {
         for (std::size_t i = begin; i < end; ++i) {
             if constexpr (Avx2) {
-                rows[i].assign(a + i * k, k);
+                avx2::quantize_row(rows[i], a + i * k, k);
                 rows[i].template prepare_for_avx2<W>(k);
             } else {
                 avx512vnni::quantize_row(rows[i], a + i * k, k);

@@ -21,7 +21,9 @@ namespace tessera::cpu {
 // the packed GEMM 2.5x faster at 32). One row stays on gemv_weights, faster for decoding.
 inline constexpr std::size_t integer_rows_max = 10;
 
-// Without AVX-512 VNNI, from 2 up to this many rows Q8_0 and Q4_0 products use the AVX2 tiles
+// Without AVX-512 VNNI, for Q8_0 and Q4_0 weights as stored (a Linear's are arranged in panels
+// of 8 rows where it has 32 or more: arranged_weights.hpp; these are the others), from 2 up to
+// this many rows the products use the AVX2 tiles
 // (avx2::integer_columns); more rows dequantize W to float, which AVX2's float FMAs then
 // multiply faster than its integer instructions do (vpmaddubsw, vpmaddwd, a conversion and an
 // FMA per 32 products and row, against 4 FMAs once W is float). Measured on the 124M shapes

@@ -145,6 +145,32 @@ inline void integer_columns(const QuantizedRow* x, const W* w, float* c, std::si
     }
 }
 
+// QuantizedRow::assign with vectors: 32 values per step, the same bits (cvtps2dq rounds to
+// nearest, ties to even, as nearbyint does in the default mode; the scaled values are within
+// ±127, so the saturating packs are exact).
+inline void quantize_row(QuantizedRow& row, const float* x, std::size_t k) noexcept {
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    for (std::size_t b = 0; b < k / 32; ++b) {
+        __m256 v[4], amax = _mm256_setzero_ps();
+        unrolled<4>([&](auto i) {
+            v[i] = _mm256_loadu_ps(x + b * 32 + 8 * i);
+            amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign, v[i]));
+        });
+        __m128 m = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
+        m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+        const float largest = _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
+        row.d[b] = largest / 127.0f;
+        const __m256 id = _mm256_set1_ps(largest != 0.0f ? 127.0f / largest : 0.0f);
+        __m256i q[4];
+        unrolled<4>([&](auto i) { q[i] = _mm256_cvtps_epi32(_mm256_mul_ps(v[i], id)); });
+        // packs work within 128-bit lanes: [0 1 4 5 | 2 3 6 7] in 16 bits, then bytes in the order
+        // 0 2 4 6 1 3 5 7 of 32-bit groups, put back in order by one permute.
+        const __m256i bytes = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(row.q.data() + b * 32),
+                            _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+    }
+}
+
 // Q8_0 / Q4_0 weights arranged in panels of 8 rows (arranged_weights.hpp: per block, vector j's
 // 32-bit lane r holds row r's qs[4j, 4j + 4), then the 8 rows' f16 scales) times T <= 4
 // activation rows: out[t * ldc + r] = W row r · x[t] for the panel's 8 rows. Each vector of 4
@@ -233,49 +259,56 @@ inline __m256 load_tail(const E* w, std::size_t n) noexcept {
     return _mm256_load_ps(tail);
 }
 
-// Float or bf16 weights arranged in panels of 16 rows, [k][16] (arranged_weights.hpp), times T
-// activation rows (stride lda): c[t · ldc + r] = W row r · A row t (+ bias[r] unless null, added
-// as the tile is stored) for P panels (32 rows with P = 2: decode's 4 accumulators; 16 with
-// P = 1 and T up to 6: 12 accumulators, 2 weight vectors and a broadcast activation of AVX2's
-// 16 registers). Each activation is broadcast and meets 16 rows per pair of FMAs, where the
-// tiles over W as stored sum each dot product across the lanes of its own accumulator. Every
-// output is one fused multiply-add chain over k in order from 0 (as AVX-512's arranged tile),
-// so a row's result has the same bits in any tile.
-template <std::size_t T, std::size_t P, class E>
-inline void panel_rows_tile(const E* panels, std::size_t k, const float* a, std::size_t lda, const float* bias, float* c,
-                            std::size_t ldc) noexcept {
-    constexpr std::size_t rows = 16;
-    __m256 acc[T][2 * P];
-    unrolled<T>([&](auto t) { unrolled<2 * P>([&](auto v) { acc[t][v] = _mm256_setzero_ps(); }); });
+// Float or bf16 weights arranged for AVX2 in groups of 32 rows, [k][32] (arranged_weights.hpp),
+// times T activation rows (stride lda): c[t · ldc + r] = W row r · A row t (+ bias[r] unless
+// null, added as the tile is stored) for the V · 8 rows at `rows` (step `step` per k). Decode
+// (T = 1) takes a whole group (V = 4): one stream through memory, a line per k for bf16,
+// prefetched 2 KiB ahead. More rows take half a group (V = 2) six rows at a time: 12
+// accumulators, 2 weight vectors and a broadcast activation of AVX2's 16 registers. Each
+// activation is broadcast and meets 16 rows per pair of FMAs, where the tiles over W as stored
+// sum each dot product across the lanes of its own accumulator. Every output is one fused
+// multiply-add chain over k in order from 0 (as AVX-512's arranged tile), so a row's result has
+// the same bits in any tile.
+template <std::size_t T, std::size_t V, class E>
+inline void group_rows_tile(const E* rows, std::size_t step, std::size_t k, const float* a, std::size_t lda, const float* bias,
+                            float* c, std::size_t ldc) noexcept {
+    constexpr std::size_t ahead = 2048;  // bytes
+    const auto* bytes = reinterpret_cast<const char*>(rows);
+    __m256 acc[T][V];
+    unrolled<T>([&](auto t) { unrolled<V>([&](auto v) { acc[t][v] = _mm256_setzero_ps(); }); });
     for (std::size_t i = 0; i < k; ++i) {
-        __m256 w[2 * P];
-        unrolled<2 * P>([&](auto v) { w[v] = load8(panels + v / 2 * rows * k + i * rows + v % 2 * 8); });
+        if constexpr (T == 1) {
+            for (std::size_t line = 0; line < step * sizeof(E); line += 64) _mm_prefetch(bytes + i * step * sizeof(E) + line + ahead, _MM_HINT_T0);
+        }
+        __m256 w[V];
+        unrolled<V>([&](auto v) { w[v] = load8(rows + i * step + 8 * v); });
         unrolled<T>([&](auto t) {
             const __m256 x = _mm256_broadcast_ss(a + t * lda + i);
-            unrolled<2 * P>([&](auto v) { acc[t][v] = _mm256_fmadd_ps(x, w[v], acc[t][v]); });
+            unrolled<V>([&](auto v) { acc[t][v] = _mm256_fmadd_ps(x, w[v], acc[t][v]); });
         });
     }
-    unrolled<2 * P>([&](auto v) {
+    unrolled<V>([&](auto v) {
         const __m256 b = bias != nullptr ? _mm256_loadu_ps(bias + 8 * v) : _mm256_setzero_ps();
         unrolled<T>([&](auto t) { _mm256_storeu_ps(c + t * ldc + 8 * v, bias != nullptr ? _mm256_add_ps(acc[t][v], b) : acc[t][v]); });
     });
 }
 
 // Columns [n_begin, n_end) (multiples of 32) of C(m, ldc) = A(m, k) · W(·, k)ᵀ + bias (over all
-// the columns; null: none) for W arranged in panels of 16 rows: one row two panels at a time,
-// more rows one panel and six rows at a time.
+// the columns; null: none) for W arranged in groups of 32 rows, [k][32].
 template <class E>
-inline void panel_rows_columns(const float* a, const E* w, const float* bias, float* c, std::size_t m, std::size_t k, std::size_t ldc,
+inline void group_rows_columns(const float* a, const E* w, const float* bias, float* c, std::size_t m, std::size_t k, std::size_t ldc,
                                std::size_t n_begin, std::size_t n_end) noexcept {
+    constexpr std::size_t group = 32;
     const auto bias_at = [&](std::size_t r) { return bias != nullptr ? bias + r : nullptr; };
     if (m == 1) {
-        for (std::size_t r = n_begin; r < n_end; r += 32) panel_rows_tile<1, 2>(w + r * k, k, a, k, bias_at(r), c + r, ldc);
+        for (std::size_t r = n_begin; r < n_end; r += group) group_rows_tile<1, 4>(w + r * k, group, k, a, k, bias_at(r), c + r, ldc);
         return;
     }
     for (std::size_t r = n_begin; r < n_end; r += 16) {
+        const E* rows = w + r / group * group * k + r % group;  // half a group
         std::size_t t = 0;
-        for (; t + 6 <= m; t += 6) panel_rows_tile<6, 1>(w + r * k, k, a + t * k, k, bias_at(r), c + t * ldc + r, ldc);
-        const auto rest = [&]<std::size_t T>() { panel_rows_tile<T, 1>(w + r * k, k, a + t * k, k, bias_at(r), c + t * ldc + r, ldc); };
+        for (; t + 6 <= m; t += 6) group_rows_tile<6, 2>(rows, group, k, a + t * k, k, bias_at(r), c + t * ldc + r, ldc);
+        const auto rest = [&]<std::size_t T>() { group_rows_tile<T, 2>(rows, group, k, a + t * k, k, bias_at(r), c + t * ldc + r, ldc); };
         switch (m - t) {
             case 5: rest.template operator()<5>(); break;
             case 4: rest.template operator()<4>(); break;

@@ -65,9 +65,11 @@ template <class W>
         if (level == KernelLevel::avx512) {
             avx512vnni::quantize_row(xq, x, k);
             if constexpr (!std::is_same_v<W, Q8_0>) xq.template prepare_for<W>(k);  // (Q8_0's one-row dot reads q and d alone)
+        } else if (level == KernelLevel::avx2) {
+            avx2::quantize_row(xq, x, k);
+            xq.template prepare_for_avx2<W>(k);
         } else {
             xq.assign(x, k);
-            if (level == KernelLevel::avx2) xq.template prepare_for_avx2<W>(k);
         }
 #else
         xq.assign(x, k);  // (the portable dot reads q and d alone)

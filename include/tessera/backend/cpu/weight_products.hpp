@@ -19,6 +19,10 @@
 // (64 multiply-adds per instruction); otherwise each task dequantizes a panel of W to float and
 // runs the float product on it (the AVX-512 packed kernel or Eigen).
 //
+// These are the products over W as stored. A Linear's weights and a tied head's table are
+// arranged in place once loaded where the CPU allows (arranged_weights.hpp: with AVX2 or
+// AVX-512), and their products, of any number of rows, run the tiles over that order instead.
+//
 // This header is the dispatch (gemm_weights); the paths live by concern in product_paths.hpp
 // (which path for how many rows), stored_row_products.hpp (one row, and few-row dots),
 // integer_gemm.hpp (Q8_0 / Q4_0 / K-quant integer GEMMs), bf16_gemm.hpp (vdpbf16ps and AMX).

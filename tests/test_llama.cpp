@@ -220,8 +220,7 @@ TEST_CASE("Llama family: stored formats match the reference of the weights each 
         const Difference all = compare(model->prefill_all(tokens), want);
         INFO("all positions: max abs difference " << all.worst << ", largest |logit| " << all.scale);
         const bool rounded = with_weight_type(format, [&]<class W>() {
-            return cpu::activation_precision<W>(tokens.size()) != cpu::ActivationPrecision::f32 ||
-                   (std::is_same_v<W, bf16> && cpu::arranges_bf16());
+            return cpu::arranged_activation_precision<W>(tokens.size()) != cpu::ActivationPrecision::f32;
         });
         CHECK(all.worst <= (rounded ? 5e-2 * all.scale : 1e-4));
         model->reset();
@@ -234,7 +233,7 @@ TEST_CASE("Llama family: stored formats match the reference of the weights each 
         // first, 1.02% on an AMD EPYC), else float activations.
         const bool int8 = format != WeightFormatId::bf16;
         const bool bf16_rows = with_weight_type(format, [&]<class W>() {
-            return cpu::activation_precision<W>(1) == cpu::ActivationPrecision::bf16;
+            return cpu::arranged_activation_precision<W>(1) == cpu::ActivationPrecision::bf16;
         });
         CHECK(worst <= (int8 ? 5e-2 : bf16_rows ? 2e-2 : 1e-2) * all.scale);
     }

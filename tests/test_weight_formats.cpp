@@ -599,10 +599,7 @@ void check_arranged_products() {
                 const std::vector<float> last(c.data() + (m - 1) * n, c.data() + m * n);
                 if (m == 1) last_alone = last;
                 // As check_products: the reference over the activations rounded as the kernel rounds them.
-                const auto precision = !arranges ? cpu::activation_precision<W>(m)
-                                       : std::is_same_v<W, float> ? cpu::ActivationPrecision::f32
-                                       : std::is_same_v<W, bf16>  ? (arranged_for_avx2<W>() ? cpu::ActivationPrecision::f32 : cpu::ActivationPrecision::bf16)
-                                                                  : cpu::ActivationPrecision::int8;
+                const auto precision = arranges ? cpu::arranged_activation_precision<W>(m) : cpu::activation_precision<W>(m);
                 const std::vector<double> ref = reference(std::vector<float>(rows.data(), rows.data() + m * k), dequantized, m, n, k, precision);
                 double worst = 0.0;
                 for (std::size_t i = 0; i < m * n; ++i) worst = std::max(worst, std::abs(c.data()[i] - (ref[i] + bias.data()[i % n])));

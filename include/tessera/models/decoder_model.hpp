@@ -201,7 +201,7 @@ public:
     // one product over all their rows, attention per sequence over its own cache. Returns each
     // sequence's last-position logits, row-major [S][V], valid until the next call. A
     // sequence's results do not depend on the others in the step as long as the products take
-    // the same path (cpu::activation_precision: by the step's row count). More than one
+    // the same path (cpu::arranged_activation_precision: by the step's row count). More than one
     // sequence needs a backend that copies within its memory (HasCopy).
     std::span<const float> step(std::span<const SequenceTokens> batch) {
         [[maybe_unused]] const auto active = tessera::activate(*backend_);

@@ -200,6 +200,21 @@ inline bf16 arranged_element(const bf16* w, std::size_t n, std::size_t k, const 
     return w[row / arranged_rows * arranged_rows * k + (e / 2 * 2 + panel) * 32 + lane * 2 + e % 2];
 }
 
+// What a product of m rows over W arranged in place rounds its activations to (a Linear's
+// weights, a tied table: 32 rows or more), where activation_precision<W>(m) says it for W as
+// stored: 8 bits for Q8_0 / Q4_0 with AVX2 or AVX-512 VNNI, bf16 where arranges_bf16(), float
+// for float (and bf16 arranged for AVX2).
+template <class W>
+ActivationPrecision arranged_activation_precision(std::size_t m) noexcept {
+    if constexpr (std::is_same_v<W, Q8_0> || std::is_same_v<W, Q4_0>) {
+        if (has_avx2()) return ActivationPrecision::int8;
+    } else if constexpr (std::is_same_v<W, bf16>) {
+        if (arranges_bf16()) return ActivationPrecision::bf16;
+        if (!has_avx512() && has_avx2()) return ActivationPrecision::f32;
+    }
+    return activation_precision<W>(m);
+}
+
 // Arranges the whole groups of bf16 W(n, k) in place (n at least 32): for vdpbf16ps (k even)
 // where arranges_bf16(), in panels of 16 rows where the CPU has AVX2 but not AVX-512.
 template <class Deferred = void>

@@ -27,11 +27,11 @@
 // bf16: per group of 32 rows, per pair of columns, the two 16-row halves' [row][2 bf16]
 // vectors: what pack_bf16_panels makes per call and bf16_tile reads (k must be even).
 //
-// float: per panel of 16 rows, [k][16] (arrange_panel); for AVX2 (float and bf16) per group of
-// 32, [k][32], so that decode reads one stream: each activation is broadcast and multiplies 16
-// weight rows per FMA (8 with AVX2), where the tiles over W as stored sum each dot product
-// across the lanes of its own accumulator (about half the FMA rate at 8-64 rows). AVX2's tiles
-// (avx2::group_rows_tile) widen bf16 to float as they load it.
+// float: per panel of 16 rows, [k][16]; bf16 for AVX2 per group of 32, [k][32] (arrange_panels,
+// panel_width): each activation is broadcast and multiplies 16 weight rows per FMA (8 with
+// AVX2), where the tiles over W as stored sum each dot product across the lanes of its own
+// accumulator (about half the FMA rate at 8-64 rows). AVX2's tiles (avx2::panel_rows_tile)
+// widen bf16 to float as they load it.
 #include <algorithm>  // std::copy, std::min
 #include <array>      // std::array
 #include <cstddef>    // std::size_t
@@ -159,25 +159,24 @@ Arrangement arrange_integer(ThreadPool& pool, W* w, std::size_t n, std::size_t k
 #endif
 }
 
-// Rows [0, R) of W (row stride k) into one panel [k][R]: float's layout for AVX-512 (R = 16,
-// two panels a group) and float's and bf16's for AVX2 (R = 32, a group one panel).
-inline constexpr std::size_t panel_rows = 16;
-template <std::size_t R, class E>
-void arrange_panel(const E* rows, std::size_t k, E* panel) noexcept {
-    for (std::size_t r = 0; r < R; ++r)
-        for (std::size_t i = 0; i < k; ++i) panel[i * R + r] = rows[r * k + i];
-}
+// Rows of W (row stride k) into panels of R rows, [k][R]: float's layout (R = 16, two panels a
+// group) and bf16's for AVX2 (R = 32: a group one panel, one stream for decode, where two
+// streams of bf16 half a line per k each left decode at 0.8x the stored rows' rate).
 template <class E>
-void arrange_panels(const E* rows, std::size_t k, E* group, const Arrangement& arrangement) noexcept {
-    if (arrangement.for_avx2) return arrange_panel<arranged_rows>(rows, k, group);
-    for (std::size_t p = 0; p < arranged_rows; p += panel_rows) arrange_panel<panel_rows>(rows + p * k, k, group + p * k);
+inline constexpr std::size_t panel_width = std::is_same_v<E, bf16> ? 32 : 16;
+template <class E>
+void arrange_panels(const E* rows, std::size_t k, E* group) noexcept {
+    constexpr std::size_t R = panel_width<E>;
+    for (std::size_t p = 0; p < arranged_rows; p += R)
+        for (std::size_t r = 0; r < R; ++r)
+            for (std::size_t i = 0; i < k; ++i) group[p * k + i * R + r] = rows[(p + r) * k + i];
 }
 // Element e of row `row` of W(n, k) so arranged (the rows after the whole groups as stored).
 template <class E>
-E panel_element(const E* w, std::size_t n, std::size_t k, const Arrangement& arrangement, std::size_t row, std::size_t e) noexcept {
+E panel_element(const E* w, std::size_t n, std::size_t k, std::size_t row, std::size_t e) noexcept {
+    constexpr std::size_t R = panel_width<E>;
     if (row >= n / arranged_rows * arranged_rows) return w[row * k + e];
-    const std::size_t r = arrangement.for_avx2 ? arranged_rows : panel_rows;
-    return w[row / r * r * k + e * r + row % r];
+    return w[row / R * R * k + e * R + row % R];
 }
 
 // Whether bf16 weights are arranged for AVX-512 BF16's vdpbf16ps on this CPU (any shape aside):
@@ -195,7 +194,7 @@ inline bool arranges_bf16() noexcept {
 // groups as stored): for gathering rows of an arranged table.
 inline bf16 arranged_element(const bf16* w, std::size_t n, std::size_t k, const Arrangement& arrangement, std::size_t row,
                              std::size_t e) noexcept {
-    if (arrangement.for_avx2 || row >= n / arranged_rows * arranged_rows) return panel_element(w, n, k, arrangement, row, e);
+    if (arrangement.for_avx2 || row >= n / arranged_rows * arranged_rows) return panel_element(w, n, k, row, e);
     const std::size_t panel = row % arranged_rows / 16, lane = row % 16;
     return w[row / arranged_rows * arranged_rows * k + (e / 2 * 2 + panel) * 32 + lane * 2 + e % 2];
 }
@@ -221,9 +220,8 @@ template <class Deferred = void>
 inline Arrangement arrange_bf16(ThreadPool& pool, bf16* w, std::size_t n, std::size_t k) {
 #if TESSERA_HAS_AVX512_KERNELS
     if (!has_avx512() && has_avx2() && n >= arranged_rows && k != 0) {
-        const Arrangement arrangement{true, true};
-        arrange_groups(pool, w, n, k, [k, arrangement](const bf16* rows, bf16* group) { arrange_panels(rows, k, group, arrangement); });
-        return arrangement;
+        arrange_groups(pool, w, n, k, [k](const bf16* rows, bf16* group) { arrange_panels(rows, k, group); });
+        return {true, true};
     }
     if (!arranges_bf16() || n < arranged_rows || k % 2 != 0 || k == 0) return {};
     arrange_groups(pool, w, n, k, [k](const bf16* rows, bf16* group) {
@@ -237,9 +235,8 @@ inline Arrangement arrange_bf16(ThreadPool& pool, bf16* w, std::size_t n, std::s
 }
 
 // The same for a float W(n, k) arranged by arrange_float.
-inline float arranged_element(const float* w, std::size_t n, std::size_t k, const Arrangement& arrangement, std::size_t row,
-                              std::size_t i) noexcept {
-    return panel_element(w, n, k, arrangement, row, i);
+inline float arranged_element(const float* w, std::size_t n, std::size_t k, const Arrangement&, std::size_t row, std::size_t i) noexcept {
+    return panel_element(w, n, k, row, i);
 }
 
 // Arranges the whole groups of float W(n, k) in place (n at least 32) in panels of 16 rows where
@@ -248,9 +245,8 @@ template <class Deferred = void>
 inline Arrangement arrange_float(ThreadPool& pool, float* w, std::size_t n, std::size_t k) {
 #if TESSERA_HAS_AVX512_KERNELS
     if (!has_avx2() || n < arranged_rows || k == 0) return {};
-    const Arrangement arrangement{true, !has_avx512()};
-    arrange_groups(pool, w, n, k, [k, arrangement](const float* rows, float* group) { arrange_panels(rows, k, group, arrangement); });
-    return arrangement;
+    arrange_groups(pool, w, n, k, [k](const float* rows, float* group) { arrange_panels(rows, k, group); });
+    return {true, !has_avx512()};
 #else
     (void)pool, (void)w, (void)n, (void)k;
     return {};
@@ -426,7 +422,7 @@ inline void arranged_bf16_gemm(ThreadPool& pool, const float* a, const bf16* w, 
 // over the rows after them arranged per call as panels of their own, zero rows after them.
 template <class E, class Columns>
 void panel_rows_gemm(ThreadPool& pool, const float* a, const E* w, const float* bias, float* c, std::size_t m, std::size_t n,
-                     std::size_t k, const Arrangement& arrangement, std::size_t grain, Columns&& columns) {
+                     std::size_t k, std::size_t grain, Columns&& columns) {
     const std::size_t whole = n / arranged_rows * arranged_rows;
     pool.parallel_for(whole, grain, [&](std::size_t begin, std::size_t end) { columns(a, w, bias, c, m, k, n, begin, end); });
     if (whole == n) return;
@@ -437,7 +433,7 @@ void panel_rows_gemm(ThreadPool& pool, const float* a, const E* w, const float* 
     products.assign(m * arranged_rows, 0.0f);
     std::copy(w + whole * k, w + n * k, rows.begin());
     if (panels.size() < arranged_rows * k) panels = AlignedBuffer<E>(arranged_rows * k);
-    arrange_panels(rows.data(), k, panels.data(), arrangement);
+    arrange_panels(rows.data(), k, panels.data());
     columns(a, panels.data(), nullptr, products.data(), m, k, arranged_rows, 0, arranged_rows);
     for (std::size_t t = 0; t < m; ++t)
         std::copy(products.data() + t * arranged_rows, products.data() + t * arranged_rows + (n - whole), c + t * n + whole);
@@ -446,17 +442,16 @@ void panel_rows_gemm(ThreadPool& pool, const float* a, const E* w, const float* 
 
 inline void arranged_float_gemm(ThreadPool& pool, const float* a, const float* w, const float* bias, float* c, std::size_t m,
                                 std::size_t n, std::size_t k) {
-    panel_rows_gemm(pool, a, w, bias, c, m, n, k, Arrangement{true, false}, 4 * avx512::float_panel_rows,
-                    [](auto... args) { avx512::arranged_float_columns(args...); });
+    panel_rows_gemm(pool, a, w, bias, c, m, n, k, 4 * avx512::float_panel_rows, [](auto... args) { avx512::arranged_float_columns(args...); });
 }
 
-// The same for float or bf16 weights arranged for AVX2 (avx2::group_rows_columns: bf16 widened
+// The same for float or bf16 weights arranged for AVX2 (avx2::panel_rows_columns: bf16 widened
 // to float as loaded, the activations float).
 template <class E>
 void avx2_arranged_float_gemm(ThreadPool& pool, const float* a, const E* w, const float* bias, float* c, std::size_t m,
                               std::size_t n, std::size_t k) {
-    panel_rows_gemm(pool, a, w, bias, c, m, n, k, Arrangement{true, true}, arranged_rows,
-                    [](auto... args) { avx2::group_rows_columns(args...); });
+    panel_rows_gemm(pool, a, w, bias, c, m, n, k, arranged_rows,
+                    [](auto... args) { avx2::panel_rows_columns(args..., panel_width<E>); });
 }
 
 }  // namespace tessera::cpu

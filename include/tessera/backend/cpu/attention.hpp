@@ -202,7 +202,7 @@ inline void causal_softmax_rows(float* scores, std::size_t rows, std::size_t str
 
 #if TESSERA_HAS_AVX512_KERNELS
 // Head h's keys [0, tk) of a stored (positions, heads, dim) tensor, widened to float, as panels
-// of 16 keys in cpu::arrange_panel's order ([dim][16] each), the keys after tk zero: the
+// of 16 keys in cpu::arrange_panels' order ([dim][16] each), the keys after tk zero: the
 // weights of the scores' product (attention_panel_keys(tk) * dim floats at `panels`).
 template <class KV>
 void arrange_head_keys(const KV* k, std::size_t tk, std::size_t heads, std::size_t dim, std::size_t h, float* panels) noexcept {

@@ -296,7 +296,7 @@ inline void few_rows_columns(const float* a, const E* w, float* c, std::size_t m
 inline constexpr std::size_t float_panel_rows = 16;
 
 // Where the float tiles find W's columns: the 16 that start at column r (a multiple of 16) at
-// w + r * column_stride, their k-th values at + k * step. Arranged panels (cpu::arrange_panel):
+// w + r * column_stride, their k-th values at + k * step. Arranged panels (cpu::arrange_panels):
 // column_stride k, step 16. The columns of a row-major matrix (attention's values): column_stride
 // 1, step its row stride.
 struct FloatColumns {
@@ -386,7 +386,7 @@ inline void float_panels_columns(const float* a, std::size_t lda, FloatColumns w
     for (; r < n_end; r += float_panel_rows) arranged_float_panels<1>(w, r, a, lda, bias_at(r), c + r, m, ldc, k, r);
 }
 
-// The same for W arranged in panels (cpu::arrange_panel) and A's rows contiguous.
+// The same for W arranged in panels (cpu::arrange_panels) and A's rows contiguous.
 inline void arranged_float_columns(const float* a, const float* w, const float* bias, float* c, std::size_t m, std::size_t k,
                                    std::size_t ldc, std::size_t n_begin, std::size_t n_end) noexcept {
     float_panels_columns(a, k, FloatColumns{w, k, float_panel_rows}, bias, c, m, k, ldc, n_begin, n_end);

@@ -259,56 +259,61 @@ inline __m256 load_tail(const E* w, std::size_t n) noexcept {
     return _mm256_load_ps(tail);
 }
 
-// Float or bf16 weights arranged for AVX2 in groups of 32 rows, [k][32] (arranged_weights.hpp),
-// times T activation rows (stride lda): c[t · ldc + r] = W row r · A row t (+ bias[r] unless
-// null, added as the tile is stored) for the V · 8 rows at `rows` (step `step` per k). Decode
-// (T = 1) takes a whole group (V = 4): one stream through memory, a line per k for bf16,
-// prefetched 2 KiB ahead. More rows take half a group (V = 2) six rows at a time: 12
-// accumulators, 2 weight vectors and a broadcast activation of AVX2's 16 registers. Each
-// activation is broadcast and meets 16 rows per pair of FMAs, where the tiles over W as stored
-// sum each dot product across the lanes of its own accumulator. Every output is one fused
-// multiply-add chain over k in order from 0 (as AVX-512's arranged tile), so a row's result has
-// the same bits in any tile.
-template <std::size_t T, std::size_t V, class E>
-inline void group_rows_tile(const E* rows, std::size_t step, std::size_t k, const float* a, std::size_t lda, const float* bias,
-                            float* c, std::size_t ldc) noexcept {
+// Float or bf16 weights arranged in place (arranged_weights.hpp: float in panels of 16 rows,
+// [k][16]; bf16 for AVX2 in groups of 32, [k][32]) times T activation rows (stride lda):
+// c[t · ldc + r] = W row r · A row t (+ bias[r] unless null, added as the tile is stored) for
+// the rows of P streams (stream p at rows + p · stream_stride, its k-th 8 · V values at + k ·
+// step). Decode (T = 1) takes a group of 32 rows: float's two panels, bf16's one stream (a line
+// per k), prefetched 2 KiB ahead. More rows take 16 rows six at a time: 12 accumulators, 2
+// weight vectors and a broadcast activation of AVX2's 16 registers. Each activation is
+// broadcast and meets 16 rows per pair of FMAs, where the tiles over W as stored sum each dot
+// product across the lanes of its own accumulator. Every output is one fused multiply-add
+// chain over k in order from 0 (as AVX-512's arranged tile), so a row's result has the same
+// bits in any tile.
+template <std::size_t T, std::size_t P, std::size_t V, class E>
+inline void panel_rows_tile(const E* rows, std::size_t stream_stride, std::size_t step, std::size_t k, const float* a, std::size_t lda,
+                            const float* bias, float* c, std::size_t ldc) noexcept {
     constexpr std::size_t ahead = 2048;  // bytes
-    const auto* bytes = reinterpret_cast<const char*>(rows);
-    __m256 acc[T][V];
-    unrolled<T>([&](auto t) { unrolled<V>([&](auto v) { acc[t][v] = _mm256_setzero_ps(); }); });
+    __m256 acc[T][P * V];
+    unrolled<T>([&](auto t) { unrolled<P * V>([&](auto v) { acc[t][v] = _mm256_setzero_ps(); }); });
     for (std::size_t i = 0; i < k; ++i) {
         if constexpr (T == 1) {
-            for (std::size_t line = 0; line < step * sizeof(E); line += 64) _mm_prefetch(bytes + i * step * sizeof(E) + line + ahead, _MM_HINT_T0);
+            unrolled<P>([&](auto p) {
+                const auto* line = reinterpret_cast<const char*>(rows + p * stream_stride + i * step) + ahead;
+                for (std::size_t b = 0; b < step * sizeof(E); b += 64) _mm_prefetch(line + b, _MM_HINT_T0);
+            });
         }
-        __m256 w[V];
-        unrolled<V>([&](auto v) { w[v] = load8(rows + i * step + 8 * v); });
+        __m256 w[P * V];
+        unrolled<P * V>([&](auto v) { w[v] = load8(rows + v / V * stream_stride + i * step + 8 * (v % V)); });
         unrolled<T>([&](auto t) {
             const __m256 x = _mm256_broadcast_ss(a + t * lda + i);
-            unrolled<V>([&](auto v) { acc[t][v] = _mm256_fmadd_ps(x, w[v], acc[t][v]); });
+            unrolled<P * V>([&](auto v) { acc[t][v] = _mm256_fmadd_ps(x, w[v], acc[t][v]); });
         });
     }
-    unrolled<V>([&](auto v) {
+    unrolled<P * V>([&](auto v) {
         const __m256 b = bias != nullptr ? _mm256_loadu_ps(bias + 8 * v) : _mm256_setzero_ps();
         unrolled<T>([&](auto t) { _mm256_storeu_ps(c + t * ldc + 8 * v, bias != nullptr ? _mm256_add_ps(acc[t][v], b) : acc[t][v]); });
     });
 }
 
 // Columns [n_begin, n_end) (multiples of 32) of C(m, ldc) = A(m, k) · W(·, k)ᵀ + bias (over all
-// the columns; null: none) for W arranged in groups of 32 rows, [k][32].
+// the columns; null: none) for W arranged in panels of `width` rows, [k][width] (16 or 32).
 template <class E>
-inline void group_rows_columns(const float* a, const E* w, const float* bias, float* c, std::size_t m, std::size_t k, std::size_t ldc,
-                               std::size_t n_begin, std::size_t n_end) noexcept {
-    constexpr std::size_t group = 32;
+inline void panel_rows_columns(const float* a, const E* w, const float* bias, float* c, std::size_t m, std::size_t k, std::size_t ldc,
+                               std::size_t n_begin, std::size_t n_end, std::size_t width) noexcept {
     const auto bias_at = [&](std::size_t r) { return bias != nullptr ? bias + r : nullptr; };
     if (m == 1) {
-        for (std::size_t r = n_begin; r < n_end; r += group) group_rows_tile<1, 4>(w + r * k, group, k, a, k, bias_at(r), c + r, ldc);
+        for (std::size_t r = n_begin; r < n_end; r += 32) {
+            if (width == 32) panel_rows_tile<1, 1, 4>(w + r * k, 0, 32, k, a, k, bias_at(r), c + r, ldc);
+            else panel_rows_tile<1, 2, 2>(w + r * k, 16 * k, 16, k, a, k, bias_at(r), c + r, ldc);
+        }
         return;
     }
     for (std::size_t r = n_begin; r < n_end; r += 16) {
-        const E* rows = w + r / group * group * k + r % group;  // half a group
+        const E* rows = w + r / width * width * k + r % width;  // 16 rows of a panel
         std::size_t t = 0;
-        for (; t + 6 <= m; t += 6) group_rows_tile<6, 2>(rows, group, k, a + t * k, k, bias_at(r), c + t * ldc + r, ldc);
-        const auto rest = [&]<std::size_t T>() { group_rows_tile<T, 2>(rows, group, k, a + t * k, k, bias_at(r), c + t * ldc + r, ldc); };
+        for (; t + 6 <= m; t += 6) panel_rows_tile<6, 1, 2>(rows, 0, width, k, a + t * k, k, bias_at(r), c + t * ldc + r, ldc);
+        const auto rest = [&]<std::size_t T>() { panel_rows_tile<T, 1, 2>(rows, 0, width, k, a + t * k, k, bias_at(r), c + t * ldc + r, ldc); };
         switch (m - t) {
             case 5: rest.template operator()<5>(); break;
             case 4: rest.template operator()<4>(); break;

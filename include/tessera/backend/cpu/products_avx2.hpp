@@ -171,6 +171,14 @@ inline void quantize_row(QuantizedRow& row, const float* x, std::size_t k) noexc
     }
 }
 
+// Four activation bytes in every 32-bit lane. (A function, not a lambda: a lambda here that
+// returns a vector fails -Wpsabi in a unit compiled without AVX.)
+inline __m256i broadcast(const std::int8_t* q) noexcept {
+    std::int32_t four;
+    std::memcpy(&four, q, 4);
+    return _mm256_set1_epi32(four);
+}
+
 // Q8_0 / Q4_0 weights arranged in panels of 8 rows (arranged_weights.hpp: per block, vector j's
 // 32-bit lane r holds row r's qs[4j, 4j + 4), then the 8 rows' f16 scales) times T <= 4
 // activation rows: out[t * ldc + r] = W row r · x[t] for the panel's 8 rows. Each vector of 4
@@ -184,11 +192,6 @@ template <std::size_t T, class W>
 inline void panel_tile(const std::uint8_t* panel, const QuantizedRow* x, std::size_t blocks, float* out, std::size_t ldc) noexcept {
     constexpr bool q4 = std::is_same_v<W, Q4_0>;
     constexpr std::size_t vectors = sizeof(W::qs) / 4, block_bytes = 8 * sizeof(W);
-    const auto broadcast = [](const std::int8_t* q) {
-        std::int32_t four;
-        std::memcpy(&four, q, 4);
-        return _mm256_set1_epi32(four);
-    };
     const __m256i ones = _mm256_set1_epi16(1), low_nibbles = _mm256_set1_epi8(15);
     __m256 acc[T];
     unrolled<T>([&](auto t) { acc[t] = _mm256_setzero_ps(); });

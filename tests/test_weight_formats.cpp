@@ -291,6 +291,24 @@ std::vector<float> avx2_panels_expected(const float* a, const W* w, const float*
         for (std::size_t i = 0; i < m * n; ++i) c[i] += bias[i % n];
     return c;
 }
+
+// The bits a product over W(n, k) arranged in place on this CPU must have (a: m rows; widened:
+// W's values as float; bias null: none): float, and bf16 arranged for AVX2, one fma chain per
+// output; bf16 for vdpbf16ps, the packed GEMM over W as stored; Q8_0 / Q4_0 with AVX-512 VNNI,
+// the packed integer GEMM over W as stored, else avx2_panels_expected.
+template <class W>
+std::vector<float> arranged_expected(Cpu& cpu, const float* a, const W* stored, const std::vector<float>& widened, const float* bias,
+                                     std::size_t m, std::size_t n, std::size_t k) {
+    if (std::is_same_v<W, float> || (std::is_same_v<W, bf16> && arranged_for_avx2<W>())) return fma_chains(a, widened, bias, m, n, k);
+    std::vector<float> c(m * n);
+    if constexpr (std::is_same_v<W, bf16>) {
+        cpu::packed_bf16_gemm(cpu.pool(), a, stored, bias, c.data(), m, n, k);
+    } else if constexpr (std::is_same_v<W, Q8_0> || std::is_same_v<W, Q4_0>) {
+        if (!cpu::has_avx512_vnni()) return avx2_panels_expected(a, stored, bias, m, n, k);
+        cpu::packed_integer_gemm(cpu.pool(), a, stored, bias, c.data(), m, n, k);
+    }
+    return c;
+}
 #endif
 
 // Row `row` of an m-row product, for m = 1..max: every result must have the same bits.
@@ -504,22 +522,8 @@ void check_arranged_table() {
         INFO(m << " rows");
 #if TESSERA_HAS_AVX512_KERNELS
         if (arranges) {
-            if constexpr (std::is_same_v<W, float>) {
-                const auto chains = fma_chains(rows.data(), widened, nullptr, m, vocab, width);
-                std::copy(chains.begin(), chains.end(), expected.data());
-            } else if constexpr (std::is_same_v<W, bf16>) {
-                if (arranged_for_avx2<W>()) {
-                    const auto chains = fma_chains(rows.data(), widened, nullptr, m, vocab, width);
-                    std::copy(chains.begin(), chains.end(), expected.data());
-                } else {
-                    cpu::packed_bf16_gemm(cpu.pool(), rows.data(), stored.data(), nullptr, expected.data(), m, vocab, width);
-                }
-            } else if (cpu::has_avx512_vnni()) {
-                cpu::packed_integer_gemm(cpu.pool(), rows.data(), stored.data(), nullptr, expected.data(), m, vocab, width);
-            } else {
-                const auto panels = avx2_panels_expected(rows.data(), stored.data(), nullptr, m, vocab, width);
-                std::copy(panels.begin(), panels.end(), expected.data());
-            }
+            const auto bits = arranged_expected(cpu, rows.data(), stored.data(), widened, nullptr, m, vocab, width);
+            std::copy(bits.begin(), bits.end(), expected.data());
             REQUIRE(std::memcmp(c.data(), expected.data(), m * vocab * sizeof(float)) == 0);
             const std::vector<float> last(c.data() + (m - 1) * vocab, c.data() + m * vocab);
             if (m == 1) last_alone = last;
@@ -606,22 +610,8 @@ void check_arranged_products() {
                 CHECK(worst < 2e-5);
 #if TESSERA_HAS_AVX512_KERNELS
                 if (arranges) {
-                    if constexpr (std::is_same_v<W, float>) {
-                        const auto chains = fma_chains(rows.data(), dequantized, bias.data(), m, n, k);
-                        std::copy(chains.begin(), chains.end(), expected.data());
-                    } else if constexpr (std::is_same_v<W, bf16>) {
-                        if (arranged_for_avx2<W>()) {
-                            const auto chains = fma_chains(rows.data(), dequantized, bias.data(), m, n, k);
-                            std::copy(chains.begin(), chains.end(), expected.data());
-                        } else {
-                            cpu::packed_bf16_gemm(cpu.pool(), rows.data(), stored.data(), bias.data(), expected.data(), m, n, k);
-                        }
-                    } else if (cpu::has_avx512_vnni()) {
-                        cpu::packed_integer_gemm(cpu.pool(), rows.data(), stored.data(), bias.data(), expected.data(), m, n, k);
-                    } else {
-                        const auto panels = avx2_panels_expected(rows.data(), stored.data(), bias.data(), m, n, k);
-                        std::copy(panels.begin(), panels.end(), expected.data());
-                    }
+                    const auto bits = arranged_expected(cpu, rows.data(), stored.data(), dequantized, bias.data(), m, n, k);
+                    std::copy(bits.begin(), bits.end(), expected.data());
                     REQUIRE(std::memcmp(c.data(), expected.data(), m * n * sizeof(float)) == 0);
                     CHECK(last == last_alone);
                     continue;

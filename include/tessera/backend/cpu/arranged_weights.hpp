@@ -452,7 +452,7 @@ template <class E>
 void avx2_arranged_float_gemm(ThreadPool& pool, const float* a, const E* w, const float* bias, float* c, std::size_t m,
                               std::size_t n, std::size_t k) {
     panel_rows_gemm(pool, a, w, bias, c, m, n, k, arranged_rows,
-                    [](auto... args) { avx2::panel_rows_columns(args..., panel_width<E>); });
+                    [](auto... args) { avx2::panel_rows_columns<panel_width<E>>(args...); });
 }
 
 }  // namespace tessera::cpu

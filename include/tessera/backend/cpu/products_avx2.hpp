@@ -300,23 +300,23 @@ inline void panel_rows_tile(const E* rows, std::size_t stream_stride, std::size_
 }
 
 // Columns [n_begin, n_end) (multiples of 32) of C(m, ldc) = A(m, k) · W(·, k)ᵀ + bias (over all
-// the columns; null: none) for W arranged in panels of `width` rows, [k][width] (16 or 32).
-template <class E>
+// the columns; null: none) for W arranged in panels of Width rows, [k][Width] (16 or 32).
+template <std::size_t Width, class E>
 inline void panel_rows_columns(const float* a, const E* w, const float* bias, float* c, std::size_t m, std::size_t k, std::size_t ldc,
-                               std::size_t n_begin, std::size_t n_end, std::size_t width) noexcept {
+                               std::size_t n_begin, std::size_t n_end) noexcept {
     const auto bias_at = [&](std::size_t r) { return bias != nullptr ? bias + r : nullptr; };
     if (m == 1) {
         for (std::size_t r = n_begin; r < n_end; r += 32) {
-            if (width == 32) panel_rows_tile<1, 1, 4>(w + r * k, 0, 32, k, a, k, bias_at(r), c + r, ldc);
+            if constexpr (Width == 32) panel_rows_tile<1, 1, 4>(w + r * k, 0, 32, k, a, k, bias_at(r), c + r, ldc);
             else panel_rows_tile<1, 2, 2>(w + r * k, 16 * k, 16, k, a, k, bias_at(r), c + r, ldc);
         }
         return;
     }
     for (std::size_t r = n_begin; r < n_end; r += 16) {
-        const E* rows = w + r / width * width * k + r % width;  // 16 rows of a panel
+        const E* rows = w + r / Width * Width * k + r % Width;  // 16 rows of a panel
         std::size_t t = 0;
-        for (; t + 6 <= m; t += 6) panel_rows_tile<6, 1, 2>(rows, 0, width, k, a + t * k, k, bias_at(r), c + t * ldc + r, ldc);
-        const auto rest = [&]<std::size_t T>() { panel_rows_tile<T, 1, 2>(rows, 0, width, k, a + t * k, k, bias_at(r), c + t * ldc + r, ldc); };
+        for (; t + 6 <= m; t += 6) panel_rows_tile<6, 1, 2>(rows, 0, Width, k, a + t * k, k, bias_at(r), c + t * ldc + r, ldc);
+        const auto rest = [&]<std::size_t T>() { panel_rows_tile<T, 1, 2>(rows, 0, Width, k, a + t * k, k, bias_at(r), c + t * ldc + r, ldc); };
         switch (m - t) {
             case 5: rest.template operator()<5>(); break;
             case 4: rest.template operator()<4>(); break;

@@ -128,7 +128,7 @@ TEST_CASE("Quality: a Q4_0 model's Q6_K head costs little more than a Q8_0 head"
 }
 
 // llama-quantize's K-quant mixes, written as quantize writes them and run as stored (KQuantMix;
-// the held-out text's prompts are longer than cpu::rows_by_dots_max() rows, so their products widen
+// the held-out text's prompts are longer than cpu::rows_by_dots_max<W>() rows, so their products widen
 // the blocks: the formats' weights alone). Over the whole held-out text (bench/RESULTS.md, "K-quants"):
 // mean KLD q4_k_m 0.0018, q5_k_m 0.00071, q6_k 0.00037 against Q4_0's 0.0027 (9% fewer bytes).
 TEST_CASE("Quality: llama-quantize's K-quant mixes cost less than Q4_0, and less with more bits", "[quality]") {

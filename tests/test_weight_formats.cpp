@@ -181,16 +181,22 @@ TEST_CASE("Products with bf16, Q8_0 and Q4_0 weights match double-precision refe
 
 TEST_CASE("Products with Q6_K weights (a Q4_0 model's head) match double-precision references", "[formats][gemm]") {
     for (std::size_t k : {256, 768, 3072}) check_products<Q6_K>(1, 130, k);
-    // 2 or more rows: the tiles of 4, 3, 2 and 1 activation rows (with VNNI), else W widened to float.
-    for (std::size_t m : {2, 3, 4, 5, 6, 7, 9, 16, 17, 33, 70}) check_products<Q6_K>(m, 37, 768);
+    // 2 or more rows: the tiles of 4, 3, 2 and 1 activation rows (with VNNI, and with AVX2 up to
+    // avx2_q6_k_dots_max rows), else W widened to float.
+    for (std::size_t m : {std::size_t{2}, std::size_t{3}, std::size_t{4}, std::size_t{5}, std::size_t{6}, std::size_t{7},
+                          std::size_t{9}, std::size_t{16}, std::size_t{17}, std::size_t{33}, cpu::avx2_q6_k_dots_max,
+                          cpu::avx2_q6_k_dots_max + 1, std::size_t{70}})
+        check_products<Q6_K>(m, 37, 768);
 }
 
 // The types of llama-quantize's K-quant files besides Q6_K and Q8_0 (a KQuantMix model's
-// matrices): up to cpu::rows_by_dots_max() rows the one-row dot per pair of rows, more rows the
-// packed integer GEMM and its mins (8-bit activations; without AVX-512 VNNI, W widened to float).
+// matrices): up to cpu::rows_by_dots_max<W>() rows the dots per pair of rows, more rows the
+// packed integer GEMM and its mins (8-bit activations; with AVX2 the panels packed per call;
+// portable, W widened to float). 37 weight rows: the last panel of 8 is partial.
 TEST_CASE("Products with Q4_K, Q5_K, Q5_0 and Q5_1 weights match double-precision references", "[formats][gemm]") {
     for (std::size_t m : {std::size_t{1}, std::size_t{2}, cpu::dot_rows_max, cpu::dot_rows_max + 1, std::size_t{7},
-                          cpu::dot_rows_max_without_vnni, cpu::dot_rows_max_without_vnni + 1, std::size_t{40}, std::size_t{130}}) {
+                          cpu::dot_rows_max_without_vnni, cpu::dot_rows_max_without_vnni + 1, std::size_t{40},
+                          cpu::avx2_dot_rows_max, cpu::avx2_dot_rows_max + 1, std::size_t{130}}) {
         check_products<Q4_K>(m, 37, 768);
         check_products<Q5_K>(m, 37, 768);
         check_products<Q5_0>(m, 37, 800);  // an odd number of blocks (the two-block steps' tail)
@@ -347,6 +353,100 @@ void check_batch_independence(std::size_t max, std::size_t first_m) {
 
 }  // namespace
 
+#if TESSERA_HAS_AVX512_KERNELS
+namespace {
+// What a product over Q4_K / Q5_K / Q5_0 / Q5_1 weights on AVX2's panels (more than
+// avx2_dot_rows_max rows, without VNNI) must give, bit for bit: avx2::offset_panel_tile's
+// arithmetic per lane in scalar code of the same order (per block of 32 the exact integer sum
+// of the unsigned quants times x, then acc = fma(sum, scale · xd, acc) and
+// acc = fma(min, xd · Σ x, acc)), then the bias.
+template <class W>
+std::vector<float> offset_panels_expected(const float* a, const W* w, const float* bias, std::size_t m, std::size_t n, std::size_t k) {
+    std::vector<cpu::QuantizedRow> x(m);
+    for (std::size_t t = 0; t < m; ++t) {
+        x[t].assign(a + t * k, k);
+        x[t].template prepare_for_avx2<W>(k);
+    }
+    constexpr std::size_t per = WeightFormat<W>::block / 32;
+    const std::size_t stored = k / WeightFormat<W>::block;
+    std::vector<float> c(m * n);
+    for (std::size_t j = 0; j < n; ++j) {
+        for (std::size_t t = 0; t < m; ++t) {
+            float acc = 0.0f;
+            for (std::size_t sb = 0; sb < stored; ++sb) {
+                const W& block = w[j * stored + sb];
+                const float d = static_cast<float>(block.d);
+                int u[256];
+                float scales[per], mins[per];
+                if constexpr (per == 8) {
+                    std::uint8_t q[256];
+                    WeightFormat<W>::quants(block, q);
+                    std::copy(q, q + 256, u);
+                    const auto packed = cpu::detail::scales_and_mins(block.scales);
+                    for (std::size_t g = 0; g < 8; ++g) {
+                        scales[g] = d * static_cast<float>((packed.scales >> (8 * g)) & 255);
+                        mins[g] = -static_cast<float>(block.dmin) * static_cast<float>((packed.mins >> (8 * g)) & 255);
+                    }
+                } else {
+                    tessera::detail::unpack_five_bits(block.qs, block.qh, u);
+                    scales[0] = d;
+                    if constexpr (std::is_same_v<W, Q5_1>) mins[0] = static_cast<float>(block.m);
+                    else mins[0] = -16.0f * d;
+                }
+                for (std::size_t i = 0; i < per; ++i) {
+                    const std::size_t b = sb * per + i;
+                    int sum = 0;
+                    for (std::size_t e = 0; e < 32; ++e) sum += u[32 * i + e] * x[t].q[32 * b + e];
+                    acc = std::fma(static_cast<float>(sum), scales[i] * x[t].d[b], acc);
+                    acc = std::fma(mins[i], x[t].scaled_sums[b], acc);
+                }
+            }
+            c[t * n + j] = acc + bias[j];
+        }
+    }
+    return c;
+}
+
+template <class W>
+void check_offset_panels(std::size_t m, std::size_t n, std::size_t k) {
+    Cpu cpu(2);
+    std::mt19937 rng(static_cast<unsigned>(7 * m + n + k));
+    const Operands o = random_operands(rng, n, m, k);
+    std::vector<float> w(n * k);
+    std::normal_distribution<float> normal;
+    for (float& v : w) v = 0.02f * normal(rng);
+    Tensor<W, Extents<dyn, dyn>, Cpu> stored(n, k / WeightFormat<W>::block);
+    WeightFormat<W>::quantize(w.data(), stored.data(), n * k);
+    Tensor<float, Extents<dyn, dyn>, Cpu> c(m, n);
+    gemm(cpu, o.a, stored, o.bias, c);
+    const std::vector<float> expected = offset_panels_expected(o.a.data(), stored.data(), o.bias.data(), m, n, k);
+    INFO(WeightFormat<W>::name << " m=" << m << " n=" << n << " k=" << k);
+    CHECK(std::equal(expected.begin(), expected.end(), c.data()));
+}
+}  // namespace
+#endif
+
+TEST_CASE("Products with Q4_K, Q5_K, Q5_0 and Q5_1 weights on AVX2's panels have the bits of their arithmetic", "[formats][gemm]") {
+#if TESSERA_HAS_AVX512_KERNELS
+    if (!cpu::has_avx2() || cpu::has_avx512_vnni()) {
+        test::skip("the panels run with AVX2 and without AVX-512 VNNI");
+        return;
+    }
+    // Tiles of 4 activation rows and the rest; 8-row panels, a last partial one, and the
+    // threads' ranges (multiples of 8 rows).
+    for (std::size_t m : {cpu::avx2_dot_rows_max + 1, std::size_t{5}, std::size_t{7}, std::size_t{16}, std::size_t{19}}) {
+        for (std::size_t n : {8, 37, 64}) {
+            check_offset_panels<Q4_K>(m, n, 512);
+            check_offset_panels<Q5_K>(m, n, 768);
+            check_offset_panels<Q5_0>(m, n, 800);
+            check_offset_panels<Q5_1>(m, n, 576);
+        }
+    }
+#else
+    test::skip("no AVX2 kernels in this build");
+#endif
+}
+
 // What batched decoding needs: a sequence's logits must not depend on which other sequences
 // share its decode step (float sums in a fixed order per row, whatever the tile).
 TEST_CASE("A row's product has the same bits whatever other rows share the product", "[formats][gemm]") {
@@ -363,6 +463,17 @@ TEST_CASE("A row's product has the same bits whatever other rows share the produ
             // The float tiles from two rows on (one row is gemv: Eigen, or the bf16 dot).
             check_batch_independence<float>(cpu::avx2::few_rows_max<float>, 2);
             check_batch_independence<bf16>(cpu::avx2::few_rows_max<bf16>, 2);
+            // The K-quants and Q5_0 / Q5_1: the dots up to avx2_dot_rows_max rows, more the panels
+            // packed per call (within each the same bits); Q6_K's dots (tiles of 4, 3, 2, 1 rows).
+            check_batch_independence<Q4_K>(cpu::avx2_dot_rows_max, 1);
+            check_batch_independence<Q5_K>(cpu::avx2_dot_rows_max, 1);
+            check_batch_independence<Q5_0>(cpu::avx2_dot_rows_max, 1);
+            check_batch_independence<Q5_1>(cpu::avx2_dot_rows_max, 1);
+            check_batch_independence<Q4_K>(40, cpu::avx2_dot_rows_max + 1);
+            check_batch_independence<Q5_K>(40, cpu::avx2_dot_rows_max + 1);
+            check_batch_independence<Q5_0>(40, cpu::avx2_dot_rows_max + 1);
+            check_batch_independence<Q5_1>(40, cpu::avx2_dot_rows_max + 1);
+            check_batch_independence<Q6_K>(cpu::avx2_q6_k_dots_max, 1);
         }
         WARN("without AVX-512 the other products of several rows are Eigen's: not checked");
         return;

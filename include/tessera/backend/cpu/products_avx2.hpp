@@ -84,6 +84,7 @@ inline void unrolled(F&& f) {
 // summed alone in a fixed order (two accumulators, alternating blocks; Q4_0's offsets in a
 // third), so its result has the same bits in a tile of any T as alone (dot is the tile of one).
 template <std::size_t T, class W>
+    requires std::is_same_v<W, Q8_0> || std::is_same_v<W, Q4_0>
 inline void dot_rows(const W* w, const QuantizedRow* x, std::size_t k, float* out, std::size_t stride) noexcept {
     constexpr bool q4 = std::is_same_v<W, Q4_0>;
     const std::size_t nb = k / 32;
@@ -121,6 +122,7 @@ inline void dot_rows(const W* w, const QuantizedRow* x, std::size_t k, float* ou
 
 // W row · x for one Q8_0 or Q4_0 row.
 template <class W>
+    requires std::is_same_v<W, Q8_0> || std::is_same_v<W, Q4_0>
 inline float dot(const W* w, const float*, const QuantizedRow& x, std::size_t k) noexcept {
     float s;
     dot_rows<1>(w, &x, k, &s, 1);

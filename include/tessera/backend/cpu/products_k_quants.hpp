@@ -14,6 +14,7 @@
 #include <cstddef>  // std::size_t
 #include <cstdint>  // std::uint32_t, std::uint64_t
 #include <cstring>  // std::memcpy
+#include <type_traits>  // std::is_same_v
 
 #include <tessera/backend/cpu/kernel_level.hpp>    // TESSERA_HAS_X86_KERNELS
 #include <tessera/backend/cpu/products_avx2.hpp>  // avx2::horizontal_sum
@@ -136,28 +137,36 @@ inline void k_quant_groups(const W& block, int h, __m256i& low, __m256i& high) n
     }
 }
 
-// A Q4_K or Q5_K row · x: per 32 weights (a group), their quants (k_quant_groups) times x, each
-// group's 8 lanes scaled by its d · scale · xd.
-template <class W>
+// A Q4_K or Q5_K row times T activation rows: out[t * stride] = W row · x[t]. Per 32 weights (a
+// group), their quants (k_quant_groups, unpacked once for all T rows) times x, each group's 8
+// lanes scaled by its d · scale · xd. Each row is summed alone in a fixed order, so its result
+// has the same bits in a tile of any T as alone (dot is the tile of one).
+template <std::size_t T, class W>
     requires std::is_same_v<W, Q4_K> || std::is_same_v<W, Q5_K>
-inline float dot(const W* w, const float*, const QuantizedRow& x, std::size_t k) noexcept {
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps(), offsets = _mm256_setzero_ps();
+inline void dot_rows(const W* w, const QuantizedRow* x, std::size_t k, float* out, std::size_t stride) noexcept {
+    __m256 acc0[T], acc1[T], offsets[T];
+    unrolled<T>([&](auto t) { acc0[t] = acc1[t] = offsets[t] = _mm256_setzero_ps(); });
     for (std::size_t b = 0; b < k / 256; ++b) {
         const W& block = w[b];
         const auto [packed_scales, packed_mins] = detail::scales_and_mins(block.scales);
-        const __m256 scale = k_group_scales(packed_scales, _cvtsh_ss(block.d.bits), x.d.data() + 8 * b);
-        const __m256 mins = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(packed_mins))));
-        offsets = _mm256_fmadd_ps(_mm256_mul_ps(mins, _mm256_set1_ps(_cvtsh_ss(block.dmin.bits))),
-                                  _mm256_loadu_ps(x.scaled_sums.data() + 8 * b), offsets);
-        for (int h = 0; h < 4; ++h) {  // groups 2h (low nibbles) and 2h + 1 (high)
-            __m256i low, high;
-            k_quant_groups(block, h, low, high);
-            const std::int8_t* xq = x.q.data() + 256 * b + 64 * h;
-            acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(products(low, xq)), _mm256_permutevar8x32_ps(scale, _mm256_set1_epi32(2 * h)), acc0);
-            acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(products(high, xq + 32)), _mm256_permutevar8x32_ps(scale, _mm256_set1_epi32(2 * h + 1)), acc1);
-        }
+        const float d = _cvtsh_ss(block.d.bits);
+        const __m256 mins = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(packed_mins)))),
+                                          _mm256_set1_ps(_cvtsh_ss(block.dmin.bits)));
+        __m256i u[8];  // groups 2h (low nibbles) and 2h + 1 (high) at 2h and 2h + 1
+        for (int h = 0; h < 4; ++h) k_quant_groups(block, h, u[2 * h], u[2 * h + 1]);
+        unrolled<T>([&](auto t) {
+            const __m256 scale = k_group_scales(packed_scales, d, x[t].d.data() + 8 * b);
+            offsets[t] = _mm256_fmadd_ps(mins, _mm256_loadu_ps(x[t].scaled_sums.data() + 8 * b), offsets[t]);
+            const std::int8_t* xq = x[t].q.data() + 256 * b;
+            unrolled<4>([&](auto h) {
+                acc0[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(products(u[2 * h], xq + 64 * h)),
+                                          _mm256_permutevar8x32_ps(scale, _mm256_set1_epi32(static_cast<int>(2 * h))), acc0[t]);
+                acc1[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(products(u[2 * h + 1], xq + 64 * h + 32)),
+                                          _mm256_permutevar8x32_ps(scale, _mm256_set1_epi32(static_cast<int>(2 * h + 1))), acc1[t]);
+            });
+        });
     }
-    return horizontal_sum(_mm256_add_ps(acc0, acc1)) - horizontal_sum(offsets);
+    unrolled<T>([&](auto t) { out[t * stride] = horizontal_sum(_mm256_add_ps(acc0[t], acc1[t])) - horizontal_sum(offsets[t]); });
 }
 
 // Block b of a Q5_0 / Q5_1 row as 32 unsigned five-bit quants: the nibbles of qs (low: weights
@@ -176,18 +185,135 @@ inline __m256i five_bit_quants(const W& block) noexcept {
     return _mm256_or_si256(nibbles, fifth);
 }
 
-template <class W>
+// A Q5_0 or Q5_1 row times T activation rows: each block's quants made once for all T rows;
+// per row one accumulator of d · xd · Σ q x, the offsets (−16 d or m, times xd · Σ x) summed
+// apart. The same bits in a tile of any T.
+template <std::size_t T, class W>
     requires std::is_same_v<W, Q5_0> || std::is_same_v<W, Q5_1>
-inline float dot(const W* w, const float*, const QuantizedRow& x, std::size_t k) noexcept {
-    __m256 acc = _mm256_setzero_ps();
-    float offsets = 0.0f;
+inline void dot_rows(const W* w, const QuantizedRow* x, std::size_t k, float* out, std::size_t stride) noexcept {
+    __m256 acc[T];
+    float offsets[T];
+    unrolled<T>([&](auto t) { acc[t] = _mm256_setzero_ps(), offsets[t] = 0.0f; });
     for (std::size_t b = 0; b < k / 32; ++b) {
         const float d = _cvtsh_ss(w[b].d.bits);
-        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(products(five_bit_quants(w[b]), x.q.data() + 32 * b)), _mm256_set1_ps(d * x.d[b]), acc);
-        if constexpr (std::is_same_v<W, Q5_0>) offsets += -16.0f * d * x.scaled_sums[b];
-        else offsets += _cvtsh_ss(w[b].m.bits) * x.scaled_sums[b];
+        float offset = -16.0f * d;
+        if constexpr (std::is_same_v<W, Q5_1>) offset = _cvtsh_ss(w[b].m.bits);
+        const __m256i u = five_bit_quants(w[b]);
+        unrolled<T>([&](auto t) {
+            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(products(u, x[t].q.data() + 32 * b)), _mm256_set1_ps(d * x[t].d[b]), acc[t]);
+            offsets[t] += offset * x[t].scaled_sums[b];
+        });
     }
-    return horizontal_sum(acc) + offsets;
+    unrolled<T>([&](auto t) { out[t * stride] = horizontal_sum(acc[t]) + offsets[t]; });
+}
+
+// A Q4_K, Q5_K, Q5_0 or Q5_1 row · x: the tile of one.
+template <class W>
+    requires with_offsets<W>
+inline float dot(const W* w, const float*, const QuantizedRow& x, std::size_t k) noexcept {
+    float s;
+    dot_rows<1>(w, &x, k, &s, 1);
+    return s;
+}
+
+
+// Prompts: weight rows packed 8 at a time per call (pack_offset_panel) and multiplied by
+// offset_panel_tile, whose activation bytes are broadcast to the 8 rows' lanes, so that one
+// vpmaddubsw serves 8 weight rows (the dots above unpack a row for every 4 activation rows and
+// serve one), as Q4_0's panels do (products_avx2.hpp).
+
+// Eight rows of 8 dwords as 8 vectors: out[j] holds dword j of row r in lane r.
+inline void transpose_8_rows(const __m256i* rows, __m256i* out) noexcept {
+    __m256i t[8], u[8];
+    for (int r = 0; r < 8; r += 2) t[r] = _mm256_unpacklo_epi32(rows[r], rows[r + 1]), t[r + 1] = _mm256_unpackhi_epi32(rows[r], rows[r + 1]);
+    for (int i = 0; i < 8; i += 4) {  // u[i + j]: dword j (lanes 0-3), j + 4 (4-7) of rows i..i+3
+        u[i] = _mm256_unpacklo_epi64(t[i], t[i + 2]);
+        u[i + 1] = _mm256_unpackhi_epi64(t[i], t[i + 2]);
+        u[i + 2] = _mm256_unpacklo_epi64(t[i + 1], t[i + 3]);
+        u[i + 3] = _mm256_unpackhi_epi64(t[i + 1], t[i + 3]);
+    }
+    for (int j = 0; j < 4; ++j) {
+        out[j] = _mm256_permute2x128_si256(u[j], u[4 + j], 0x20);
+        out[j + 4] = _mm256_permute2x128_si256(u[j], u[4 + j], 0x31);
+    }
+}
+
+// Q4_K / Q5_K / Q5_0 / Q5_1 weight rows [0, rows) (rows <= 8; `stored` blocks of their own per
+// row) as one panel, per block of 32: 8 vectors whose dword r holds row r's unsigned quants
+// 4j..4j+3 (wq, 256 bytes), the rows' scales (ws: Q4_K / Q5_K d · the group's scale, Q5_0 /
+// Q5_1 d) and what each row adds per unit of the block's activation sum xd · Σ q (mins:
+// −dmin · the group's min, Q5_1's m, Q5_0's −16 d). Missing rows get 0.
+template <class W>
+    requires with_offsets<W>
+inline void pack_offset_panel(const W* w, std::size_t stored, std::size_t rows, std::uint8_t* wq, float* ws, float* mins) noexcept {
+    constexpr std::size_t per = WeightFormat<W>::block / 32;  // blocks of 32 per stored block
+    for (std::size_t sb = 0; sb < stored; ++sb) {
+        __m256i quants[per][8];
+        float* scale = ws + sb * per * 8;  // [block of 32][row]
+        float* min = mins + sb * per * 8;
+        for (std::size_t r = 0; r < 8; ++r) {
+            if (r >= rows) {
+                for (std::size_t i = 0; i < per; ++i) quants[i][r] = _mm256_setzero_si256(), scale[8 * i + r] = 0.0f, min[8 * i + r] = 0.0f;
+                continue;
+            }
+            const W& block = w[r * stored + sb];
+            const float d = _cvtsh_ss(block.d.bits);
+            if constexpr (per == 8) {  // Q4_K, Q5_K
+                const detail::ScalesAndMins packed = detail::scales_and_mins(block.scales);
+                const float dmin = _cvtsh_ss(block.dmin.bits);
+                for (std::size_t g = 0; g < 8; ++g) {
+                    scale[8 * g + r] = d * static_cast<float>((packed.scales >> (8 * g)) & 255);
+                    min[8 * g + r] = -dmin * static_cast<float>((packed.mins >> (8 * g)) & 255);
+                }
+                for (int h = 0; h < 4; ++h) k_quant_groups(block, h, quants[2 * h][r], quants[2 * h + 1][r]);
+            } else {  // Q5_0, Q5_1
+                quants[0][r] = five_bit_quants(block);
+                scale[r] = d;
+                if constexpr (std::is_same_v<W, Q5_1>) min[r] = _cvtsh_ss(block.m.bits);
+                else min[r] = -16.0f * d;
+            }
+        }
+        for (std::size_t i = 0; i < per; ++i) {
+            __m256i words[8];
+            transpose_8_rows(quants[i], words);
+            for (std::size_t j = 0; j < 8; ++j) _mm256_store_si256(reinterpret_cast<__m256i*>(wq + (sb * per + i) * 256 + 32 * j), words[j]);
+        }
+    }
+}
+
+// A panel (pack_offset_panel) times T <= 4 activation rows: out[t * ldc + r] = W row r · x[t]
+// for its 8 rows. Per block, the unsigned quants times x in 16-bit pairs (at most 2 · 31 · 127;
+// four vectors' pairs, or eight of Q4_K's 4-bit quants, add in 16 bits without overflow), into
+// 32 bits, then acc = fma(sum, scale · xd, acc) and acc = fma(min, xd · Σ q, acc). Each row and
+// activation row is summed in a fixed order: the same bits in a tile of any T.
+template <std::size_t T, bool FiveBits>
+inline void offset_panel_tile(const std::uint8_t* wq, const float* ws, const float* mins, const QuantizedRow* x, std::size_t blocks,
+                              float* out, std::size_t ldc) noexcept {
+    constexpr std::size_t run = FiveBits ? 4 : 8;  // vectors summed in 16 bits
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256 acc[T];
+    unrolled<T>([&](auto t) { acc[t] = _mm256_setzero_ps(); });
+    for (std::size_t b = 0; b < blocks; ++b) {
+        const std::uint8_t* v = wq + b * 256;
+        __m256i sums[T];
+        unrolled<T>([&](auto t) { sums[t] = _mm256_setzero_si256(); });
+        unrolled<8 / run>([&](auto part) {
+            __m256i pairs[T];
+            unrolled<T>([&](auto t) { pairs[t] = _mm256_setzero_si256(); });
+            unrolled<run>([&](auto i) {
+                constexpr std::size_t j = part * run + i;
+                const __m256i u = _mm256_load_si256(reinterpret_cast<const __m256i*>(v + 32 * j));
+                unrolled<T>([&](auto t) { pairs[t] = _mm256_add_epi16(pairs[t], _mm256_maddubs_epi16(u, broadcast(x[t].q.data() + 32 * b + 4 * j))); });
+            });
+            unrolled<T>([&](auto t) { sums[t] = _mm256_add_epi32(sums[t], _mm256_madd_epi16(pairs[t], ones)); });
+        });
+        const __m256 scale = _mm256_loadu_ps(ws + 8 * b), min = _mm256_loadu_ps(mins + 8 * b);
+        unrolled<T>([&](auto t) {
+            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums[t]), _mm256_mul_ps(scale, _mm256_set1_ps(x[t].d[b])), acc[t]);
+            acc[t] = _mm256_fmadd_ps(min, _mm256_set1_ps(x[t].scaled_sums[b]), acc[t]);
+        });
+    }
+    unrolled<T>([&](auto t) { _mm256_storeu_ps(out + t * ldc, acc[t]); });
 }
 
 }  // namespace tessera::cpu::avx2

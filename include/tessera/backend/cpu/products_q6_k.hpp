@@ -14,6 +14,7 @@
 #include <utility>  // std::index_sequence
 
 #include <tessera/backend/cpu/kernel_level.hpp>    // TESSERA_HAS_X86_KERNELS
+#include <tessera/backend/cpu/products_avx2.hpp>  // avx2::unrolled, avx2::horizontal_sum
 #include <tessera/backend/cpu/quantized_row.hpp>  // QuantizedRow
 #include <tessera/core/dtype.hpp>                 // Q6_K
 #include <tessera/core/weight_formats.hpp>        // WeightFormat<Q6_K>::quants
@@ -52,12 +53,16 @@ inline float dot(const Q6_K* w, const float*, const QuantizedRow& x, std::size_t
 
 namespace tessera::cpu::avx2 {
 
-// One Q6_K row · x: per 32 weights (two groups), the unsigned quants times x in 16-bit pairs
-// (at most 2 * 63 * 127: no saturation), pairs of those into 8 int32 lanes, -32 times x's sums
-// added, widened and scaled (lanes 0-3 the first group's, 4-7 the second's).
-inline float dot(const Q6_K* w, const float*, const QuantizedRow& x, std::size_t k) noexcept {
+// One Q6_K row times T activation rows: out[t * stride] = W row · x[t]. Per 32 weights (two
+// groups), the unsigned quants (unpacked once for all T rows) times x in 16-bit pairs (at most
+// 2 * 63 * 127: no saturation), pairs of those into 8 int32 lanes, -32 times x's sums added,
+// widened and scaled (lanes 0-3 the first group's, 4-7 the second's). Each row is summed alone
+// in a fixed order: the same bits in a tile of any T as alone.
+template <std::size_t T>
+inline void dot_rows(const Q6_K* w, const QuantizedRow* x, std::size_t k, float* out, std::size_t stride) noexcept {
     const __m256i low4 = _mm256_set1_epi8(15), two = _mm256_set1_epi8(3), ones = _mm256_set1_epi16(1);
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    __m256 acc0[T], acc1[T];
+    unrolled<T>([&](auto t) { acc0[t] = acc1[t] = _mm256_setzero_ps(); });
     for (std::size_t b = 0; b < k / 256; ++b) {
         const Q6_K& block = w[b];
         const float d = _cvtsh_ss(block.d.bits);
@@ -73,23 +78,29 @@ inline float dot(const Q6_K* w, const float*, const QuantizedRow& x, std::size_t
                                 _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 4), two), 4)),
                 _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), low4),
                                 _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 6), two), 4))};
-            for (std::size_t j = 0; j < 4; ++j) {
-                const std::size_t first = b * 256 + 128 * half + 32 * j;  // the chunk's first weight
-                const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.q.data() + first));
-                const __m256i sums = _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(u[j], xq), ones),
-                                                      _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.minus_32x.data() + first / 4)));
-                const std::size_t group = 8 * half + 2 * j;
-                const float dx = d * x.d[first / 32];
-                const __m256 scale = _mm256_setr_m128(_mm_set1_ps(dx * static_cast<float>(block.scales[group])),
-                                                      _mm_set1_ps(dx * static_cast<float>(block.scales[group + 1])));
-                if (j % 2 == 0) acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), scale, acc0);
-                else acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), scale, acc1);
-            }
+            unrolled<T>([&](auto t) {
+                unrolled<4>([&](auto j) {
+                    const std::size_t first = b * 256 + 128 * half + 32 * j;  // the chunk's first weight
+                    const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[t].q.data() + first));
+                    const __m256i sums = _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(u[j], xq), ones),
+                                                          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[t].minus_32x.data() + first / 4)));
+                    const std::size_t group = 8 * half + 2 * j;
+                    const float dx = d * x[t].d[first / 32];
+                    const __m256 scale = _mm256_setr_m128(_mm_set1_ps(dx * static_cast<float>(block.scales[group])),
+                                                          _mm_set1_ps(dx * static_cast<float>(block.scales[group + 1])));
+                    if constexpr (j % 2 == 0) acc0[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), scale, acc0[t]);
+                    else acc1[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), scale, acc1[t]);
+                });
+            });
         }
     }
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(_mm256_add_ps(acc0, acc1)), _mm256_extractf128_ps(_mm256_add_ps(acc0, acc1), 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+    unrolled<T>([&](auto t) { out[t * stride] = horizontal_sum(_mm256_add_ps(acc0[t], acc1[t])); });
+}
+
+inline float dot(const Q6_K* w, const float*, const QuantizedRow& x, std::size_t k) noexcept {
+    float s;
+    dot_rows<1>(w, &x, k, &s, 1);
+    return s;
 }
 
 }  // namespace tessera::cpu::avx2

@@ -112,17 +112,19 @@ template <class W>
     });
 }
 
-// C(m, n) = A(m, k) · W(n, k)ᵀ + bias for Q4_K, Q5_K, Q5_0 or Q5_1: each activation row
-// quantized once (QuantizedRow with its sums), then each weight row, read once, times every
-// activation row by the one-row dot of the CPU's level (with VNNI, unpacked once per four
-// activation rows: dot_rows), so that a row's result is the same bits whatever m (decoding's
-// one row included).
+// C(m, n) = A(m, k) · W(n, k)ᵀ + bias for Q4_K, Q5_K, Q5_0 or Q5_1 (and Q6_K without VNNI):
+// each activation row quantized once (QuantizedRow with what the level's kernels read), then
+// each weight row, read once, times every activation row by the dots of the CPU's level,
+// unpacked once per four activation rows (VNNI: avx512vnni::dot_rows; AVX2: avx2::dot_rows), so
+// that a row's result is the same bits whatever m (decoding's one row included).
 template <class W>
-    requires with_offsets<W>
+    requires with_offsets<W> || std::is_same_v<W, Q6_K>
 [[gnu::noinline]] void rows_by_dots(ThreadPool& pool, const float* a, const W* w, const float* bias, float* c, std::size_t m,
                                     std::size_t n, std::size_t k) {
 #if TESSERA_HAS_AVX512_KERNELS
-    const KernelLevel level = has_avx512_vnni() ? KernelLevel::avx512 : has_avx2() ? KernelLevel::avx2 : KernelLevel::portable;
+    const KernelLevel level = has_avx512_vnni() && with_offsets<W> ? KernelLevel::avx512
+                              : has_avx2()                         ? KernelLevel::avx2
+                                                                   : KernelLevel::portable;
 #else
     const KernelLevel level = KernelLevel::portable;
 #endif
@@ -130,17 +132,22 @@ template <class W>
     std::vector<QuantizedRow>& rows = caller_rows;        // (the workers read the caller's)
     if (rows.size() < m) rows.resize(m);
     for (std::size_t i = 0; i < m; ++i) {
+        rows[i].reserve(k);
 #if TESSERA_HAS_AVX512_KERNELS
         if (level == KernelLevel::avx512) {
-            rows[i].reserve(k);
             avx512vnni::quantize_row(rows[i], a + i * k, k);
+            rows[i].template prepare_for<W>(k);
+        } else if (level == KernelLevel::avx2) {
+            avx2::quantize_row(rows[i], a + i * k, k);
+            rows[i].template prepare_for_avx2<W>(k);
         } else {
             rows[i].assign(a + i * k, k);
+            rows[i].template prepare_for<W>(k);
         }
 #else
         rows[i].assign(a + i * k, k);
-#endif
         rows[i].template prepare_for<W>(k);
+#endif
     }
     const std::size_t stored = stored_elements<W>(k);
     pool.parallel_for(n, 16, [&](std::size_t begin, std::size_t end) {
@@ -148,17 +155,20 @@ template <class W>
             each_weight_row(w, stored, begin, end, [&](const W* row, std::size_t r) { multiply(row, c + r); });
         };
 #if TESSERA_HAS_AVX512_KERNELS
-        if (level == KernelLevel::avx512) {  // each weight row unpacked once per 4 activation rows
-            each_row([&](const W* row, float* out) {
-                for (std::size_t i = 0; i < m; i += 4) {
-                    float four[4];
-                    with_tile_rows<4>(m - i, [&]<std::size_t T>() { avx512vnni::dot_rows<W, T>(row, rows.data() + i, k, four); });
-                    for (std::size_t t = 0; t < std::min<std::size_t>(4, m - i); ++t) out[(i + t) * n] = four[t];
-                }
-            });
+        if (level == KernelLevel::avx512) {
+            if constexpr (with_offsets<W>) {
+                each_row([&](const W* row, float* out) {
+                    for (std::size_t i = 0; i < m; i += 4) {
+                        float four[4];
+                        with_tile_rows<4>(m - i, [&]<std::size_t T>() { avx512vnni::dot_rows<W, T>(row, rows.data() + i, k, four); });
+                        for (std::size_t t = 0; t < std::min<std::size_t>(4, m - i); ++t) out[(i + t) * n] = four[t];
+                    }
+                });
+            }
         } else if (level == KernelLevel::avx2) {
             each_row([&](const W* row, float* out) {
-                for (std::size_t i = 0; i < m; ++i) out[i * n] = avx2::dot(row, nullptr, rows[i], k);
+                for (std::size_t i = 0; i < m; i += 4)
+                    with_tile_rows<4>(m - i, [&]<std::size_t T>() { avx2::dot_rows<T>(row, rows.data() + i, k, out + i * n, n); });
             });
         } else
 #endif

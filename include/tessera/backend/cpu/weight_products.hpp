@@ -44,8 +44,8 @@
 namespace tessera::cpu {
 
 // C(M,N) = A(M,K) · W(N,K)ᵀ + bias(N) for stored weights: one row is gemv_weights (or for the
-// K-quants and Q5_0 / Q5_1, up to rows_by_dots_max() rows rows_by_dots, more packed_offset_gemm with
-// VNNI); otherwise more rows dequantize W panel by panel (64 rows) and use the float product.
+// K-quants and Q5_0 / Q5_1, up to rows_by_dots_max<W>() rows rows_by_dots, more packed_offset_gemm
+// with VNNI); otherwise more rows dequantize W panel by panel (64 rows) and use the float product.
 template <class W>
 [[gnu::noinline]] void gemm_weights(ThreadPool& pool, const float* a, const W* w, const float* bias, float* c, std::size_t m,
                                     std::size_t n, std::size_t k) {
@@ -69,10 +69,14 @@ template <class W>
         if (m > 1 && m <= avx2_integer_rows_max<W> && has_avx2()) return few_rows_integer<W, true>(pool, a, w, bias, c, m, n, k);
     }
 #endif
+    if constexpr (std::is_same_v<W, Q6_K>) {
+        if (m > 1 && m <= rows_by_dots_max<W>()) return rows_by_dots(pool, a, w, bias, c, m, n, k);
+    }
     if constexpr (with_offsets<W>) {
-        if (m <= rows_by_dots_max()) return rows_by_dots(pool, a, w, bias, c, m, n, k);
+        if (m <= rows_by_dots_max<W>()) return rows_by_dots(pool, a, w, bias, c, m, n, k);
 #if TESSERA_HAS_AVX512_KERNELS
         if (has_avx512_vnni()) return packed_offset_gemm(pool, a, w, bias, c, m, n, k);
+        if (has_avx2()) return avx2_offset_gemm(pool, a, w, bias, c, m, n, k);
 #endif
     } else {
         if (m == 1) return gemv_weights(pool, w, a, bias, c, n, k);

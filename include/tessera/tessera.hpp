@@ -30,6 +30,7 @@
 #include <tessera/models/load_gpt2.hpp>      // load_gpt2, open_gpt2, Gpt2Files, HfGpt2Config
 #include <tessera/models/llama.hpp>          // Llama<Backend, W>: llama, qwen2, qwen3
 #include <tessera/models/load_llama.hpp>     // open_llama, LlamaFiles
+#include <tessera/models/compiled_models.hpp>  // (with tessera::models: the models it holds compiled)
 #include <tessera/models/open_tokenizer.hpp> // open_tokenizer (a directory or a GGUF file)
 #include <tessera/models/perplexity.hpp>     // evaluate_perplexity
 #include <tessera/sampling/sampler.hpp>      // Sampler, SamplingParams, make_sampler, the processors

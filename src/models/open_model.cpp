@@ -1,6 +1,7 @@
 // open_model_on (models/open_model.hpp), compiled once for every program that links
 // tessera::models: GPT-2 and the Llama family, each weight format, on the CPU; GPT-2 on CUDA
-// through tessera::cuda.
+// through tessera::cuda. And the models those are, compiled here for every such program
+// (models/compiled_models.hpp declares them).
 #include <tessera/models/open_model.hpp>
 
 #include <memory>  // std::make_shared
@@ -11,9 +12,26 @@
 #include <tessera/models/llama_checkpoints.hpp>  // is_llama_family
 #include <tessera/models/load_gpt2.hpp>          // Gpt2Files
 #include <tessera/models/load_llama.hpp>         // open_llama
+#include <tessera/models/compiled_models.hpp>    // the models declared compiled here
 #include <tessera/models/open_gpt2_on.hpp>       // open_gpt2_on
 
 namespace tessera {
+
+// The explicit instantiations that models/compiled_models.hpp declares, one for one.
+template class DecoderModel<GPT2Architecture<GPT2Dynamic, LearnedPositions>, Cpu, float, float>;
+template class DecoderModel<GPT2Architecture<GPT2Dynamic, LearnedPositions>, Cpu, bf16, bf16>;
+template class DecoderModel<GPT2Architecture<GPT2Dynamic, LearnedPositions>, Cpu, Q8_0, Q8_0>;
+template class DecoderModel<GPT2Architecture<GPT2Dynamic, LearnedPositions>, Cpu, Q4_0, Q6_K>;
+template class DecoderModel<GPT2Architecture<GPT2Dynamic, LearnedPositions>, Cpu, Q4_0, Q8_0>;
+template class DecoderModel<GPT2Architecture<GPT2Dynamic, LearnedPositions>, Cpu, KQuantMix, Q6_K>;
+template class DecoderModel<GPT2Architecture<GPT2Dynamic, LearnedPositions>, Cpu, KQuantMix, Q8_0>;
+template class DecoderModel<LlamaArchitecture, Cpu, float, float>;
+template class DecoderModel<LlamaArchitecture, Cpu, bf16, bf16>;
+template class DecoderModel<LlamaArchitecture, Cpu, Q8_0, Q8_0>;
+template class DecoderModel<LlamaArchitecture, Cpu, Q4_0, Q6_K>;
+template class DecoderModel<LlamaArchitecture, Cpu, Q4_0, Q8_0>;
+template class DecoderModel<LlamaArchitecture, Cpu, KQuantMix, Q6_K>;
+template class DecoderModel<LlamaArchitecture, Cpu, KQuantMix, Q8_0>;
 
 std::unique_ptr<LanguageModel> open_model_on(std::string_view backend, const std::filesystem::path& path, unsigned cpu_threads,
                                              std::optional<WeightFormatId> weights, int cuda_device, std::optional<std::size_t> context) {

@@ -23,6 +23,7 @@
 #include <tessera/io/safetensors_shards.hpp>   // SafetensorsShards
 #include <tessera/models/gpt2_checkpoints.hpp> // SafetensorsGpt2Checkpoint, GgufGpt2Checkpoint
 #include <tessera/models/gpt2.hpp>             // GPT2
+#include <tessera/models/compiled_models.hpp>  // (with tessera::models: the models it holds compiled)
 #include <tessera/models/gpt2_config.hpp>      // GPT2Shape, GPT2Dynamic
 #include <tessera/models/language_model.hpp>   // LanguageModel, LanguageModelFor
 #include <tessera/models/model_files.hpp>      // model_path_kind, model_files

@@ -19,6 +19,7 @@
 #include <tessera/models/gpt2_checkpoints.hpp>   // detail::blocks_held, check_blocks_held
 #include <tessera/models/language_model.hpp>     // LanguageModel, LanguageModelFor
 #include <tessera/models/llama.hpp>              // Llama, LlamaShape
+#include <tessera/models/compiled_models.hpp>  // (with tessera::models: the models it holds compiled)
 #include <tessera/models/llama_checkpoints.hpp>  // GgufLlamaCheckpoint, SafetensorsLlamaCheckpoint
 #include <tessera/models/model_files.hpp>        // model_path_kind, model_files
 

@@ -181,11 +181,10 @@ TEST_CASE("Products with bf16, Q8_0 and Q4_0 weights match double-precision refe
 
 TEST_CASE("Products with Q6_K weights (a Q4_0 model's head) match double-precision references", "[formats][gemm]") {
     for (std::size_t k : {256, 768, 3072}) check_products<Q6_K>(1, 130, k);
-    // 2 or more rows: the tiles of 4, 3, 2 and 1 activation rows (with VNNI, and with AVX2 up to
-    // avx2_q6_k_dots_max rows), else W widened to float.
+    // 2 or more rows: the tiles of 4, 3, 2 and 1 activation rows (with VNNI; with AVX2 up to
+    // avx2_dot_rows_max rows, then the panels), else W widened to float.
     for (std::size_t m : {std::size_t{2}, std::size_t{3}, std::size_t{4}, std::size_t{5}, std::size_t{6}, std::size_t{7},
-                          std::size_t{9}, std::size_t{16}, std::size_t{17}, std::size_t{33}, cpu::avx2_q6_k_dots_max,
-                          cpu::avx2_q6_k_dots_max + 1, std::size_t{70}})
+                          std::size_t{9}, std::size_t{16}, std::size_t{17}, std::size_t{33}, std::size_t{70}})
         check_products<Q6_K>(m, 37, 768);
 }
 
@@ -355,11 +354,11 @@ void check_batch_independence(std::size_t max, std::size_t first_m) {
 
 #if TESSERA_HAS_AVX512_KERNELS
 namespace {
-// What a product over Q4_K / Q5_K / Q5_0 / Q5_1 weights on AVX2's panels (more than
+// What a product over Q4_K / Q5_K / Q5_0 / Q5_1 / Q6_K weights on AVX2's panels (more than
 // avx2_dot_rows_max rows, without VNNI) must give, bit for bit: avx2::offset_panel_tile's
 // arithmetic per lane in scalar code of the same order (per block of 32 the exact integer sum
 // of the unsigned quants times x, then acc = fma(sum, scale · xd, acc) and
-// acc = fma(min, xd · Σ x, acc)), then the bias.
+// acc = fma(min, xd · Σ x, acc); Q6_K per group of 16, its -32 in the integer sum), then the bias.
 template <class W>
 std::vector<float> offset_panels_expected(const float* a, const W* w, const float* bias, std::size_t m, std::size_t n, std::size_t k) {
     std::vector<cpu::QuantizedRow> x(m);
@@ -377,8 +376,20 @@ std::vector<float> offset_panels_expected(const float* a, const W* w, const floa
                 const W& block = w[j * stored + sb];
                 const float d = static_cast<float>(block.d);
                 int u[256];
-                float scales[per], mins[per];
-                if constexpr (per == 8) {
+                float scales[per] = {}, mins[per] = {};
+                if constexpr (std::is_same_v<W, Q6_K>) {  // per group of 16: S - 32 Σ x, scaled by d · scale · xd
+                    std::uint8_t q[256];
+                    WeightFormat<W>::quants(block, q);
+                    for (std::size_t i = 0; i < 8; ++i) {
+                        const std::size_t b = sb * 8 + i;
+                        for (std::size_t g = 0; g < 2; ++g) {
+                            int sum = 0;
+                            for (std::size_t e = 16 * g; e < 16 * g + 16; ++e) sum += (q[32 * i + e] - 32) * x[t].q[32 * b + e];
+                            acc = std::fma(static_cast<float>(sum), d * static_cast<float>(block.scales[2 * i + g]) * x[t].d[b], acc);
+                        }
+                    }
+                    continue;
+                } else if constexpr (per == 8) {
                     std::uint8_t q[256];
                     WeightFormat<W>::quants(block, q);
                     std::copy(q, q + 256, u);
@@ -426,7 +437,7 @@ void check_offset_panels(std::size_t m, std::size_t n, std::size_t k) {
 }  // namespace
 #endif
 
-TEST_CASE("Products with Q4_K, Q5_K, Q5_0 and Q5_1 weights on AVX2's panels have the bits of their arithmetic", "[formats][gemm]") {
+TEST_CASE("Products with K-quant, Q5_0 and Q5_1 weights on AVX2's panels have the bits of their arithmetic", "[formats][gemm]") {
 #if TESSERA_HAS_AVX512_KERNELS
     if (!cpu::has_avx2() || cpu::has_avx512_vnni()) {
         test::skip("the panels run with AVX2 and without AVX-512 VNNI");
@@ -440,6 +451,7 @@ TEST_CASE("Products with Q4_K, Q5_K, Q5_0 and Q5_1 weights on AVX2's panels have
             check_offset_panels<Q5_K>(m, n, 768);
             check_offset_panels<Q5_0>(m, n, 800);
             check_offset_panels<Q5_1>(m, n, 576);
+            check_offset_panels<Q6_K>(m, n, 512);
         }
     }
 #else
@@ -464,7 +476,7 @@ TEST_CASE("A row's product has the same bits whatever other rows share the produ
             check_batch_independence<float>(cpu::avx2::few_rows_max<float>, 2);
             check_batch_independence<bf16>(cpu::avx2::few_rows_max<bf16>, 2);
             // The K-quants and Q5_0 / Q5_1: the dots up to avx2_dot_rows_max rows, more the panels
-            // packed per call (within each the same bits); Q6_K's dots (tiles of 4, 3, 2, 1 rows).
+            // packed per call (within each the same bits).
             check_batch_independence<Q4_K>(cpu::avx2_dot_rows_max, 1);
             check_batch_independence<Q5_K>(cpu::avx2_dot_rows_max, 1);
             check_batch_independence<Q5_0>(cpu::avx2_dot_rows_max, 1);
@@ -473,7 +485,8 @@ TEST_CASE("A row's product has the same bits whatever other rows share the produ
             check_batch_independence<Q5_K>(40, cpu::avx2_dot_rows_max + 1);
             check_batch_independence<Q5_0>(40, cpu::avx2_dot_rows_max + 1);
             check_batch_independence<Q5_1>(40, cpu::avx2_dot_rows_max + 1);
-            check_batch_independence<Q6_K>(cpu::avx2_q6_k_dots_max, 1);
+            check_batch_independence<Q6_K>(cpu::avx2_dot_rows_max, 1);
+            check_batch_independence<Q6_K>(40, cpu::avx2_dot_rows_max + 1);
         }
         WARN("without AVX-512 the other products of several rows are Eigen's: not checked");
         return;

@@ -61,22 +61,22 @@ void few_rows_integer(ThreadPool& pool, const float* a, const W* w, const float*
     });
 }
 
-// C(m, n) = A(m, k) · W(n, k)ᵀ + bias for Q4_K / Q5_K / Q5_0 / Q5_1 and several rows with AVX2:
-// each row of A quantized once, then per 8 weight rows, packed as a panel on the thread that
-// multiplies it (avx2::pack_offset_panel: 8 · k bytes, in the L1 cache), every activation row
-// times the panel, 4 at a time (avx2::offset_panel_tile).
+// C(m, n) = A(m, k) · W(n, k)ᵀ + bias for Q4_K / Q5_K / Q5_0 / Q5_1 / Q6_K and several rows
+// with AVX2: each row of A quantized once, then per 8 weight rows, packed as a panel on the
+// thread that multiplies it (avx2::pack_offset_panel: 8 · k bytes, in the L1 cache), every
+// activation row times the panel, 4 at a time (avx2::offset_panel_tile).
 template <class W>
-    requires with_offsets<W>
+    requires avx2::in_offset_panels<W>
 void avx2_offset_gemm(ThreadPool& pool, const float* a, const W* w, const float* bias, float* c, std::size_t m, std::size_t n,
                       std::size_t k) {
-    constexpr bool five_bits = !std::is_same_v<W, Q4_K>;
     const std::vector<QuantizedRow>& rows = quantized_rows<W, true>(pool, a, m, k);
-    const std::size_t blocks = k / 32, stored = stored_elements<W>(k);
+    const std::size_t blocks = k / 32, stored = stored_elements<W>(k), scales = blocks * avx2::panel_groups<W>;
     pool.parallel_for(n, 8, [&](std::size_t begin, std::size_t end) {
         thread_local AlignedBuffer<std::uint8_t> wq;  // one panel's room, grown once per thread
         thread_local AlignedBuffer<float> ws, mins;
         if (wq.size() < 8 * k) wq = AlignedBuffer<std::uint8_t>(8 * k);
-        if (ws.size() < 8 * blocks) ws = AlignedBuffer<float>(8 * blocks), mins = AlignedBuffer<float>(8 * blocks);
+        if (ws.size() < 8 * scales) ws = AlignedBuffer<float>(8 * scales);
+        if (mins.size() < 8 * blocks) mins = AlignedBuffer<float>(8 * blocks);
         for (std::size_t col = begin; col < end; col += 8) {
             const std::size_t cols = std::min<std::size_t>(8, end - col);
             avx2::pack_offset_panel(w + col * stored, stored, cols, wq.data(), ws.data(), mins.data());
@@ -87,10 +87,10 @@ void avx2_offset_gemm(ThreadPool& pool, const float* a, const W* w, const float*
             for (std::size_t t = 0; t < m; t += 4) {
                 with_tile_rows<4>(m - t, [&]<std::size_t T>() {
                     if (cols == 8) {
-                        avx2::offset_panel_tile<T, five_bits>(wq.data(), ws.data(), mins.data(), rows.data() + t, blocks, c + t * n + col, n);
+                        avx2::offset_panel_tile<T, W>(wq.data(), ws.data(), mins.data(), rows.data() + t, blocks, c + t * n + col, n);
                     } else {  // the last rows of W: through a whole panel's room
                         float tile[T * 8];
-                        avx2::offset_panel_tile<T, five_bits>(wq.data(), ws.data(), mins.data(), rows.data() + t, blocks, tile, 8);
+                        avx2::offset_panel_tile<T, W>(wq.data(), ws.data(), mins.data(), rows.data() + t, blocks, tile, 8);
                         for (std::size_t i = 0; i < T; ++i) std::copy(tile + i * 8, tile + i * 8 + cols, c + (t + i) * n + col);
                     }
                 });

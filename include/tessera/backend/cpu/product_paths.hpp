@@ -47,19 +47,17 @@ inline constexpr std::size_t amx_rows_min = 48;
 // VNNI, from 2 rows) run the dots for each pair of weight row and activation row (rows_by_dots,
 // each weight row unpacked once per 4 activation rows). More rows: with AVX-512 VNNI the packed
 // integer GEMM (packed_offset_gemm, which packs the weights on every call and is faster from 5
-// rows: bench/RESULTS.md, K-quants fourth part; Q6_K has its own few-row tiles); with AVX2 the
-// panels of 8 weight rows packed per call (avx2_offset_gemm: from 4 rows on the SmolLM2-135M
-// shape's Q4_K_M, 1.4x the dots at 8 rows, 2.0x at 64), and Q6_K's dots up to
-// avx2_q6_k_dots_max rows; otherwise W dequantized to float (gemm_weights).
+// rows: bench/RESULTS.md, K-quants fourth part; Q6_K has its own few-row tiles); with AVX2
+// panels of 8 weight rows packed per call (avx2_offset_gemm, faster than the dots from 4 rows:
+// bench/RESULTS.md, issue #34 sixth part); otherwise W dequantized to float (gemm_weights).
 inline constexpr std::size_t dot_rows_max = 4;
 inline constexpr std::size_t avx2_dot_rows_max = 3;
-inline constexpr std::size_t avx2_q6_k_dots_max = 64;
 inline constexpr std::size_t dot_rows_max_without_vnni = 8;  // the portable dots
 template <class W>
 inline std::size_t rows_by_dots_max() noexcept {
 #if TESSERA_HAS_AVX512_KERNELS
     if (has_avx512_vnni()) return std::is_same_v<W, Q6_K> ? 0 : dot_rows_max;
-    if (has_avx2()) return std::is_same_v<W, Q6_K> ? avx2_q6_k_dots_max : avx2_dot_rows_max;
+    if (has_avx2()) return avx2_dot_rows_max;
 #endif
     return std::is_same_v<W, Q6_K> ? 0 : dot_rows_max_without_vnni;
 }
@@ -78,7 +76,7 @@ ActivationPrecision activation_precision(std::size_t m) noexcept {
         return m == 1 ? ActivationPrecision::int8 : ActivationPrecision::f32;
     } else if constexpr (std::is_same_v<W, Q6_K> || with_offsets<W>) {
 #if TESSERA_HAS_AVX512_KERNELS
-        if (has_avx512_vnni() || (with_offsets<W> && has_avx2())) return ActivationPrecision::int8;
+        if (has_avx512_vnni() || has_avx2()) return ActivationPrecision::int8;
 #endif
         return m == 1 || m <= rows_by_dots_max<W>() ? ActivationPrecision::int8 : ActivationPrecision::f32;
     } else if constexpr (std::is_same_v<W, bf16>) {

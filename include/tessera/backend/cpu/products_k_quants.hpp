@@ -18,6 +18,7 @@
 
 #include <tessera/backend/cpu/kernel_level.hpp>    // TESSERA_HAS_X86_KERNELS
 #include <tessera/backend/cpu/products_avx2.hpp>  // avx2::horizontal_sum
+#include <tessera/backend/cpu/products_q6_k.hpp>  // avx2::q6_k_half_quants
 #include <tessera/backend/cpu/quantized_row.hpp>  // QuantizedRow
 #include <tessera/core/dtype.hpp>                 // Q4_K, Q5_K, Q5_0, Q5_1
 #include <tessera/core/weight_formats.hpp>        // WeightFormat<W>::quants, detail::unpack_five_bits
@@ -238,27 +239,47 @@ inline void transpose_8_rows(const __m256i* rows, __m256i* out) noexcept {
     }
 }
 
-// Q4_K / Q5_K / Q5_0 / Q5_1 weight rows [0, rows) (rows <= 8; `stored` blocks of their own per
-// row) as one panel, per block of 32: 8 vectors whose dword r holds row r's unsigned quants
-// 4j..4j+3 (wq, 256 bytes), the rows' scales (ws: Q4_K / Q5_K d · the group's scale, Q5_0 /
-// Q5_1 d) and what each row adds per unit of the block's activation sum xd · Σ q (mins:
-// −dmin · the group's min, Q5_1's m, Q5_0's −16 d). Missing rows get 0.
+// The formats packed in AVX2's offset panels: those with an offset, and Q6_K.
 template <class W>
-    requires with_offsets<W>
+inline constexpr bool in_offset_panels = with_offsets<W> || std::is_same_v<W, Q6_K>;
+// Scales per block of 32 in those panels (Q6_K: one per group of 16).
+template <class W>
+inline constexpr std::size_t panel_groups = std::is_same_v<W, Q6_K> ? 2 : 1;
+
+// Q4_K / Q5_K / Q5_0 / Q5_1 / Q6_K weight rows [0, rows) (rows <= 8; `stored` blocks of their
+// own per row) as one panel, per block of 32: 8 vectors whose dword r holds row r's unsigned
+// quants 4j..4j+3 (wq, 256 bytes), the rows' scales (ws: Q4_K / Q5_K d · the group's scale,
+// Q5_0 / Q5_1 d; Q6_K d · each group of 16's scale, [block][group][row]) and what each row adds
+// per unit of the block's activation sum xd · Σ q (mins: −dmin · the group's min, Q5_1's m,
+// Q5_0's −16 d; Q6_K's −32 is the activations' integer offset, and it has none). Missing rows
+// get 0.
+template <class W>
+    requires in_offset_panels<W>
 inline void pack_offset_panel(const W* w, std::size_t stored, std::size_t rows, std::uint8_t* wq, float* ws, float* mins) noexcept {
-    constexpr std::size_t per = WeightFormat<W>::block / 32;  // blocks of 32 per stored block
+    constexpr std::size_t per = WeightFormat<W>::block / 32, groups = panel_groups<W>;  // blocks of 32 per stored block
     for (std::size_t sb = 0; sb < stored; ++sb) {
         __m256i quants[per][8];
-        float* scale = ws + sb * per * 8;  // [block of 32][row]
-        float* min = mins + sb * per * 8;
+        float* scale = ws + sb * per * groups * 8;  // [block of 32][group][row]
+        float* min = mins + sb * per * 8;           // [block of 32][row]
         for (std::size_t r = 0; r < 8; ++r) {
             if (r >= rows) {
-                for (std::size_t i = 0; i < per; ++i) quants[i][r] = _mm256_setzero_si256(), scale[8 * i + r] = 0.0f, min[8 * i + r] = 0.0f;
+                for (std::size_t i = 0; i < per; ++i) {
+                    quants[i][r] = _mm256_setzero_si256();
+                    for (std::size_t g = 0; g < groups; ++g) scale[(i * groups + g) * 8 + r] = 0.0f;
+                    if constexpr (with_offsets<W>) min[8 * i + r] = 0.0f;
+                }
                 continue;
             }
             const W& block = w[r * stored + sb];
             const float d = _cvtsh_ss(block.d.bits);
-            if constexpr (per == 8) {  // Q4_K, Q5_K
+            if constexpr (std::is_same_v<W, Q6_K>) {
+                for (std::size_t g = 0; g < 16; ++g) scale[8 * g + r] = d * static_cast<float>(block.scales[g]);
+                for (std::size_t half = 0; half < 2; ++half) {
+                    __m256i u[4];
+                    q6_k_half_quants(block, half, u);
+                    for (std::size_t j = 0; j < 4; ++j) quants[4 * half + j][r] = u[j];
+                }
+            } else if constexpr (per == 8) {  // Q4_K, Q5_K
                 const detail::ScalesAndMins packed = detail::scales_and_mins(block.scales);
                 const float dmin = _cvtsh_ss(block.dmin.bits);
                 for (std::size_t g = 0; g < 8; ++g) {
@@ -282,36 +303,50 @@ inline void pack_offset_panel(const W* w, std::size_t stored, std::size_t rows, 
 }
 
 // A panel (pack_offset_panel) times T <= 4 activation rows: out[t * ldc + r] = W row r · x[t]
-// for its 8 rows. Per block, the unsigned quants times x in 16-bit pairs (at most 2 · 31 · 127;
-// four vectors' pairs, or eight of Q4_K's 4-bit quants, add in 16 bits without overflow), into
-// 32 bits, then acc = fma(sum, scale · xd, acc) and acc = fma(min, xd · Σ q, acc). Each row and
-// activation row is summed in a fixed order: the same bits in a tile of any T.
-template <std::size_t T, bool FiveBits>
+// for its 8 rows. Per block, the unsigned quants times x in 16-bit pairs (at most 2 · 63 · 127;
+// runs of vectors whose pairs add in 16 bits without overflow: eight of Q4_K's 4-bit quants,
+// four of 5-bit ones, two of Q6_K's), into 32 bits, per group (Q6_K: of 16, with x's sum times
+// -32 added, exact), then acc = fma(sum, scale · xd, acc) and, but for Q6_K,
+// acc = fma(min, xd · Σ q, acc). Each row and activation row is summed in a fixed order: the
+// same bits in a tile of any T.
+template <std::size_t T, class W>
+    requires in_offset_panels<W>
 inline void offset_panel_tile(const std::uint8_t* wq, const float* ws, const float* mins, const QuantizedRow* x, std::size_t blocks,
                               float* out, std::size_t ldc) noexcept {
-    constexpr std::size_t run = FiveBits ? 4 : 8;  // vectors summed in 16 bits
+    constexpr std::size_t groups = panel_groups<W>, vectors = 8 / groups;  // per group
+    constexpr std::size_t run = std::is_same_v<W, Q4_K> ? 8 : std::is_same_v<W, Q6_K> ? 2 : 4;  // vectors summed in 16 bits
     const __m256i ones = _mm256_set1_epi16(1);
     __m256 acc[T];
     unrolled<T>([&](auto t) { acc[t] = _mm256_setzero_ps(); });
     for (std::size_t b = 0; b < blocks; ++b) {
         const std::uint8_t* v = wq + b * 256;
-        __m256i sums[T];
-        unrolled<T>([&](auto t) { sums[t] = _mm256_setzero_si256(); });
-        unrolled<8 / run>([&](auto part) {
-            __m256i pairs[T];
-            unrolled<T>([&](auto t) { pairs[t] = _mm256_setzero_si256(); });
-            unrolled<run>([&](auto i) {
-                constexpr std::size_t j = part * run + i;
-                const __m256i u = _mm256_load_si256(reinterpret_cast<const __m256i*>(v + 32 * j));
-                unrolled<T>([&](auto t) { pairs[t] = _mm256_add_epi16(pairs[t], _mm256_maddubs_epi16(u, broadcast(x[t].q.data() + 32 * b + 4 * j))); });
+        unrolled<groups>([&](auto g) {
+            __m256i sums[T];
+            unrolled<T>([&](auto t) {
+                if constexpr (std::is_same_v<W, Q6_K>) sums[t] = _mm256_set1_epi32(x[t].minus_32_group[b * 2 + g]);
+                else sums[t] = _mm256_setzero_si256();
             });
-            unrolled<T>([&](auto t) { sums[t] = _mm256_add_epi32(sums[t], _mm256_madd_epi16(pairs[t], ones)); });
+            unrolled<vectors / run>([&](auto part) {
+                __m256i pairs[T];
+                unrolled<T>([&](auto t) { pairs[t] = _mm256_setzero_si256(); });
+                unrolled<run>([&](auto i) {
+                    constexpr std::size_t j = g * vectors + part * run + i;
+                    const __m256i u = _mm256_load_si256(reinterpret_cast<const __m256i*>(v + 32 * j));
+                    unrolled<T>([&](auto t) {
+                        pairs[t] = _mm256_add_epi16(pairs[t], _mm256_maddubs_epi16(u, broadcast(x[t].q.data() + 32 * b + 4 * j)));
+                    });
+                });
+                unrolled<T>([&](auto t) { sums[t] = _mm256_add_epi32(sums[t], _mm256_madd_epi16(pairs[t], ones)); });
+            });
+            const __m256 scale = _mm256_loadu_ps(ws + (b * groups + g) * 8);
+            unrolled<T>([&](auto t) {
+                acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums[t]), _mm256_mul_ps(scale, _mm256_set1_ps(x[t].d[b])), acc[t]);
+            });
         });
-        const __m256 scale = _mm256_loadu_ps(ws + 8 * b), min = _mm256_loadu_ps(mins + 8 * b);
-        unrolled<T>([&](auto t) {
-            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums[t]), _mm256_mul_ps(scale, _mm256_set1_ps(x[t].d[b])), acc[t]);
-            acc[t] = _mm256_fmadd_ps(min, _mm256_set1_ps(x[t].scaled_sums[b]), acc[t]);
-        });
+        if constexpr (with_offsets<W>) {
+            const __m256 min = _mm256_loadu_ps(mins + 8 * b);
+            unrolled<T>([&](auto t) { acc[t] = _mm256_fmadd_ps(min, _mm256_set1_ps(x[t].scaled_sums[b]), acc[t]); });
+        }
     }
     unrolled<T>([&](auto t) { _mm256_storeu_ps(out + t * ldc, acc[t]); });
 }

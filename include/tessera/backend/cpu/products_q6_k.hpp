@@ -53,6 +53,19 @@ inline float dot(const Q6_K* w, const float*, const QuantizedRow& x, std::size_t
 
 namespace tessera::cpu::avx2 {
 
+// Half `half` (weights [128 half, 128 half + 128)) of a Q6_K super-block as 4 vectors of 32
+// unsigned six-bit quants (0-63), in the weights' order.
+inline void q6_k_half_quants(const Q6_K& block, std::size_t half, __m256i* u) noexcept {
+    const __m256i low4 = _mm256_set1_epi8(15), two = _mm256_set1_epi8(3);
+    const __m256i l0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block.ql + 64 * half));
+    const __m256i l1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block.ql + 64 * half + 32));
+    const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block.qh + 32 * half));
+    u[0] = _mm256_or_si256(_mm256_and_si256(l0, low4), _mm256_slli_epi16(_mm256_and_si256(h, two), 4));
+    u[1] = _mm256_or_si256(_mm256_and_si256(l1, low4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2), two), 4));
+    u[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), low4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 4), two), 4));
+    u[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), low4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 6), two), 4));
+}
+
 // One Q6_K row times T activation rows: out[t * stride] = W row · x[t]. Per 32 weights (two
 // groups), the unsigned quants (unpacked once for all T rows) times x in 16-bit pairs (at most
 // 2 * 63 * 127: no saturation), pairs of those into 8 int32 lanes, -32 times x's sums added,
@@ -60,24 +73,15 @@ namespace tessera::cpu::avx2 {
 // in a fixed order: the same bits in a tile of any T as alone.
 template <std::size_t T>
 inline void dot_rows(const Q6_K* w, const QuantizedRow* x, std::size_t k, float* out, std::size_t stride) noexcept {
-    const __m256i low4 = _mm256_set1_epi8(15), two = _mm256_set1_epi8(3), ones = _mm256_set1_epi16(1);
+    const __m256i ones = _mm256_set1_epi16(1);
     __m256 acc0[T], acc1[T];
     unrolled<T>([&](auto t) { acc0[t] = acc1[t] = _mm256_setzero_ps(); });
     for (std::size_t b = 0; b < k / 256; ++b) {
         const Q6_K& block = w[b];
         const float d = _cvtsh_ss(block.d.bits);
         for (std::size_t half = 0; half < 2; ++half) {
-            const __m256i l0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block.ql + 64 * half));
-            const __m256i l1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block.ql + 64 * half + 32));
-            const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block.qh + 32 * half));
-            // Weights [0, 32), [32, 64), [64, 96), [96, 128) of the half.
-            const __m256i u[4] = {
-                _mm256_or_si256(_mm256_and_si256(l0, low4), _mm256_slli_epi16(_mm256_and_si256(h, two), 4)),
-                _mm256_or_si256(_mm256_and_si256(l1, low4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2), two), 4)),
-                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), low4),
-                                _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 4), two), 4)),
-                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), low4),
-                                _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 6), two), 4))};
+            __m256i u[4];  // weights [0, 32), [32, 64), [64, 96), [96, 128) of the half
+            q6_k_half_quants(block, half, u);
             unrolled<T>([&](auto t) {
                 unrolled<4>([&](auto j) {
                     const std::size_t first = b * 256 + 128 * half + 32 * j;  // the chunk's first weight

@@ -34,9 +34,9 @@ struct QuantizedRow {
     // of Q4_0's weights, whose nibbles are the unsigned operand).
     std::vector<float> minus_8_sum;
     // For Q6_K's kernels, whose six-bit quants 0-63 are the unsigned operand. AVX2: -32 times
-    // each group of four of q. AVX-512 VNNI: per super-block of 256, q as four vectors whose
-    // 32-bit lane i holds the first, second, third, fourth four values of group i (16 values),
-    // and -32 times each group's sum.
+    // each group of four of q, and of each group of 16 (minus_32_group). AVX-512 VNNI: per
+    // super-block of 256, q as four vectors whose 32-bit lane i holds the first, second, third,
+    // fourth four values of group i (16 values), and -32 times each group's sum.
     std::vector<std::int32_t> minus_32x;
     std::vector<std::int8_t> q_by_group;
     std::vector<std::int32_t> minus_32_group;
@@ -106,6 +106,11 @@ struct QuantizedRow {
             prepare_sums(k);
         } else if constexpr (std::is_same_v<W, Q6_K>) {
             for (std::size_t i = 0; i < k / 4; ++i) minus_32x[i] = -32 * (q[4 * i] + q[4 * i + 1] + q[4 * i + 2] + q[4 * i + 3]);
+            for (std::size_t g = 0; g < k / 16; ++g) {  // (the panels': per group of 16)
+                int sum = 0;
+                for (std::size_t i = 0; i < 4; ++i) sum += minus_32x[4 * g + i];
+                minus_32_group[g] = sum;
+            }
         } else if constexpr (std::is_same_v<W, Q4_0>) {
             for (std::size_t b = 0; b < k / 32; ++b) {
                 int sum = 0;

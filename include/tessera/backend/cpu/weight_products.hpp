@@ -71,6 +71,9 @@ template <class W>
 #endif
     if constexpr (std::is_same_v<W, Q6_K>) {
         if (m > 1 && m <= rows_by_dots_max<W>()) return rows_by_dots(pool, a, w, bias, c, m, n, k);
+#if TESSERA_HAS_AVX512_KERNELS
+        if (m > 1 && has_avx2()) return avx2_offset_gemm(pool, a, w, bias, c, m, n, k);  // (without VNNI: above)
+#endif
     }
     if constexpr (with_offsets<W>) {
         if (m <= rows_by_dots_max<W>()) return rows_by_dots(pool, a, w, bias, c, m, n, k);

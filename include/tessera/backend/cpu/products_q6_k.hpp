@@ -73,25 +73,29 @@ inline void q6_k_half_quants(const Q6_K& block, std::size_t half, __m256i* u) no
 // in a fixed order: the same bits in a tile of any T as alone.
 template <std::size_t T>
 inline void dot_rows(const Q6_K* w, const QuantizedRow* x, std::size_t k, float* out, std::size_t stride) noexcept {
-    const __m256i ones = _mm256_set1_epi16(1);
+    const __m256i ones = _mm256_set1_epi16(1), pairs = _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3);
     __m256 acc0[T], acc1[T];
     unrolled<T>([&](auto t) { acc0[t] = acc1[t] = _mm256_setzero_ps(); });
     for (std::size_t b = 0; b < k / 256; ++b) {
         const Q6_K& block = w[b];
-        const float d = _cvtsh_ss(block.d.bits);
+        const __m256 d = _mm256_set1_ps(_cvtsh_ss(block.d.bits));
         for (std::size_t half = 0; half < 2; ++half) {
             __m256i u[4];  // weights [0, 32), [32, 64), [64, 96), [96, 128) of the half
             q6_k_half_quants(block, half, u);
+            // The half's 8 group scales, as floats.
+            const __m256 scales = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(block.scales + 8 * half))));
             unrolled<T>([&](auto t) {
+                // Lanes 2j, 2j + 1: d · xd of chunk j, times its two groups' scales (in that order).
+                const __m256 xd = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_loadu_ps(x[t].d.data() + b * 8 + 4 * half)), pairs);
+                const __m256 group_scales = _mm256_mul_ps(_mm256_mul_ps(d, xd), scales);
                 unrolled<4>([&](auto j) {
                     const std::size_t first = b * 256 + 128 * half + 32 * j;  // the chunk's first weight
                     const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[t].q.data() + first));
                     const __m256i sums = _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(u[j], xq), ones),
                                                           _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[t].minus_32x.data() + first / 4)));
-                    const std::size_t group = 8 * half + 2 * j;
-                    const float dx = d * x[t].d[first / 32];
-                    const __m256 scale = _mm256_setr_m128(_mm_set1_ps(dx * static_cast<float>(block.scales[group])),
-                                                          _mm_set1_ps(dx * static_cast<float>(block.scales[group + 1])));
+                    // lanes 0-3 the first group's scale, 4-7 the second's
+                    constexpr int g = 2 * j;
+                    const __m256 scale = _mm256_permutevar8x32_ps(group_scales, _mm256_setr_epi32(g, g, g, g, g + 1, g + 1, g + 1, g + 1));
                     if constexpr (j % 2 == 0) acc0[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), scale, acc0[t]);
                     else acc1[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), scale, acc1[t]);
                 });

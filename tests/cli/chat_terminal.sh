@@ -13,7 +13,8 @@ trap 'tmux -L "$sock" kill-server 2>/dev/null || true; rm -rf "$work"' EXIT
 cp "$data/fortunes-smollm/tokenizer.json" "$data/fortunes-smollm/tokenizer_config.json" "$work/model/"
 tmux -L "$sock" new-session -d -x 160 -y 50 \
   "$chat --model $work/model --chat-template-file $data/chat/templates/qwen2_5.jinja --temperature 0 --ignore-eos --threads 1 --ctx-size 4096; echo \"chat exited \$?\"; sleep 60"
-screen() { tmux -L "$sock" capture-pane -p -S -200; }
+# -J: a line the terminal wrapped comes back whole (a "[stopped]" at the edge was split in two).
+screen() { tmux -L "$sock" capture-pane -p -J -S -200; }
 wait_for() {  # an extended regular expression, and how many seconds to wait for it
   i=0
   until screen | grep -Eq "$1"; do

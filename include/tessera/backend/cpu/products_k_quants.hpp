@@ -1,8 +1,9 @@
 #pragma once
-// One-row products with the types of llama-quantize's K-quant files besides Q6_K
-// (products_q6_k.hpp) and Q8_0: Q4_K and Q5_K (super-blocks of 256: 8 groups of 32 with 6-bit
-// scales and mins, weight = d · scale · q − dmin · min) and their fallbacks Q5_0 (d · (q − 16))
-// and Q5_1 (d · q + m) for rows that are not whole super-blocks.
+// Products with the types of llama-quantize's K-quant files besides Q6_K (products_q6_k.hpp)
+// and Q8_0: Q4_K and Q5_K (super-blocks of 256: 8 groups of 32 with 6-bit scales and mins,
+// weight = d · scale · q − dmin · min) and their fallbacks Q5_0 (d · (q − 16)) and Q5_1
+// (d · q + m) for rows that are not whole super-blocks: the dots of one weight row with a few
+// activation rows, and AVX2's panels of 8 weight rows for prompts (Q6_K's too).
 //
 // The activations are quantized as for Q8_0 (QuantizedRow: 8 bits per block of 32, a float
 // scale each; llama.cpp quantizes them per 256 for the K-quants, Q8_K), so a group of 32 is one
@@ -149,7 +150,9 @@ inline void dot_rows(const W* w, const QuantizedRow* x, std::size_t k, float* ou
     unrolled<T>([&](auto t) { acc0[t] = acc1[t] = offsets[t] = _mm256_setzero_ps(); });
     for (std::size_t b = 0; b < k / 256; ++b) {
         const W& block = w[b];
-        const auto [packed_scales, packed_mins] = detail::scales_and_mins(block.scales);
+        // Named members, not a structured binding: clang 14 cannot capture a binding in a lambda.
+        const detail::ScalesAndMins packed = detail::scales_and_mins(block.scales);
+        const std::uint64_t packed_scales = packed.scales, packed_mins = packed.mins;
         const float d = _cvtsh_ss(block.d.bits);
         const __m256 mins = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(packed_mins)))),
                                           _mm256_set1_ps(_cvtsh_ss(block.dmin.bits)));

@@ -1,11 +1,17 @@
-// The models tessera::models holds compiled (models/compiled_models.hpp): a program that links
-// it takes them from there (TESSERA_COMPILED_MODELS) instead of compiling them, and must get
-// what the headers compute. GPT-2 through load_gpt2 / load_gpt2_as against the float64
-// reference, under test_gpt2's tolerances (tests/test_gpt2.cpp says why).
+// The models tessera::models holds compiled (models/compiled_models.hpp) and the files' parsers
+// (config.hpp's TESSERA_PARSER_DEFINITIONS): a program that links it takes them from there
+// (TESSERA_COMPILED_MODELS) instead of compiling them, and must get what the headers compute.
+// GPT-2 through load_gpt2 / load_gpt2_as / open_gpt2 and the Llama family through open_llama,
+// from GGUF files and Hugging Face directories, against the float64 references under
+// test_gpt2's and test_llama's tolerances (those files say why); errors thrown in the library
+// reach the program as the headers' types.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -18,6 +24,36 @@
 #endif
 
 using namespace tessera;
+
+namespace {
+
+// The largest |got[i] - want[i]| (sizes equal).
+double max_difference(std::span<const float> got, const std::vector<double>& want) {
+    REQUIRE(got.size() == want.size());
+    double worst = 0;
+    for (std::size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::fabs(got[i] - want[i]));
+    return worst;
+}
+
+const std::string llama_fixtures = TESSERA_LLAMA_FIXTURES;
+
+std::vector<double> llama_reference(const std::string& name) {
+    std::ifstream in(llama_fixtures + "/" + name + "/logits.f64", std::ios::binary);
+    std::vector<double> v;
+    double x;
+    while (in.read(reinterpret_cast<char*>(&x), sizeof x)) v.push_back(x);
+    return v;
+}
+
+std::vector<TokenId> llama_tokens() {
+    std::ifstream in(llama_fixtures + "/tokens.txt");
+    std::vector<TokenId> ids;
+    std::string item;
+    while (std::getline(in, item, ',')) ids.push_back(std::stoi(item));
+    return ids;
+}
+
+}  // namespace
 
 TEST_CASE("Compiled models: logits match the float64 reference", "[gpt2][compiled]") {
     const auto tokens = test::fixture_tokens();
@@ -41,4 +77,40 @@ TEST_CASE("Compiled models: logits match the float64 reference", "[gpt2][compile
     check.template operator()<float>("free", "logits.f64", 0.0);
     check.template operator()<Q8_0>("tiny", "logits-q8_0.f64", 2e-2);
     check.template operator()<Q4_0>("tiny", "logits-q4_0.f64", 2e-2);
+}
+
+TEST_CASE("Compiled models: open_gpt2 and open_llama from the library match the float64 references", "[gpt2][llama][compiled]") {
+    Cpu cpu(2);
+    {
+        const auto model = open_gpt2(cpu, test::gpt2_fixtures + "/free");
+        CHECK(max_difference(model->prefill_all(test::fixture_tokens()), test::reference_logits("free", "logits.f64")) <= 1e-4);
+    }
+    // Each architecture's parser from the library, GGUF (q/k rows permuted for llama) and directory.
+    for (const char* config : {"llama-tiny", "qwen2-tiny", "qwen3-tiny"}) {
+        for (const std::string& path : {llama_fixtures + "/" + config + "-f32.gguf", llama_fixtures + "/" + config}) {
+            INFO(path);
+            const auto model = open_llama(cpu, path);
+            CHECK(max_difference(model->prefill_all(llama_tokens()), llama_reference(config)) <= 1e-4);
+        }
+    }
+}
+
+TEST_CASE("Compiled models: the library's parsers throw the headers' errors, naming the file", "[gpt2][llama][compiled][errors]") {
+    Cpu cpu(2);
+    const std::string missing = (std::filesystem::temp_directory_path() / "tessera-no-such-model.gguf").string();
+    const auto names_it = [&](const FormatError& e) { CHECK(std::string(e.what()).find(missing) != std::string::npos); };
+    try {
+        Gpt2Files files(missing);
+        FAIL("Gpt2Files opened a file that does not exist");
+    } catch (const FormatError& e) {
+        names_it(e);
+    }
+    try {
+        const auto model = open_llama(cpu, missing);
+        FAIL("open_llama opened a file that does not exist");
+    } catch (const FormatError& e) {
+        names_it(e);
+    }
+    // A GPT-2 file is not a Llama: the library's LlamaFiles says which architecture it holds.
+    CHECK_THROWS_AS(LlamaFiles(test::gpt2_fixtures + "/gguf/tiny-f32.gguf"), FormatError);
 }

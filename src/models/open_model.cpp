@@ -32,6 +32,10 @@ template class DecoderModel<LlamaArchitecture, Cpu, Q4_0, Q6_K>;
 template class DecoderModel<LlamaArchitecture, Cpu, Q4_0, Q8_0>;
 template class DecoderModel<LlamaArchitecture, Cpu, KQuantMix, Q6_K>;
 template class DecoderModel<LlamaArchitecture, Cpu, KQuantMix, Q8_0>;
+// ... and open_gpt2 / open_llama on the CPU, which load_gpt2.hpp and load_llama.hpp declare.
+template std::unique_ptr<LanguageModel> open_gpt2(Cpu&, const std::filesystem::path&, std::shared_ptr<void>, std::optional<WeightFormatId>);
+template std::unique_ptr<LanguageModel> open_llama(Cpu&, const std::filesystem::path&, std::shared_ptr<void>, std::optional<WeightFormatId>,
+                                                   std::optional<std::size_t>);
 
 std::unique_ptr<LanguageModel> open_model_on(std::string_view backend, const std::filesystem::path& path, unsigned cpu_threads,
                                              std::optional<WeightFormatId> weights, int cuda_device, std::optional<std::size_t> context) {

@@ -87,7 +87,8 @@ public:
         : DecoderModel(backend, config::shape()) {}
     // `shape` must fit config's static dimensions (any shape for a dynamic one). The buffers are
     // allocated with the backend active on this thread (ActivatesOnThread: its CUDA device).
-    DecoderModel(B& backend, const Shape& shape) : DecoderModel(backend, shape, tessera::activate(backend)) {}
+    DecoderModel(B& backend, const Shape& shape);
+    ~DecoderModel();
 
 private:
     // `active` (the guard above) lives until this constructor returns.
@@ -379,122 +380,129 @@ private:
     Sequence own_;                                          // what prefill() and decode() run
 };
 
-// The members that instantiate the layers' kernels, defined outside the class: not inline, so
-// that an explicit instantiation declaration (models/compiled_models.hpp) keeps a program from
-// compiling them where tessera::models holds them compiled.
+// The constructor, the destructor and the members that instantiate the layers' kernels,
+// defined outside the class: not inline, so that an explicit instantiation declaration
+// (models/compiled_models.hpp) keeps a program from compiling them where tessera::models holds
+// them compiled.
+template <class Arch, class B, WeightType W, WeightType HeadW>
+DecoderModel<Arch, B, W, HeadW>::DecoderModel(B& backend, const Shape& shape) : DecoderModel(backend, shape, tessera::activate(backend)) {}
+
+template <class Arch, class B, WeightType W, WeightType HeadW>
+DecoderModel<Arch, B, W, HeadW>::~DecoderModel() = default;
+
 template <class Arch, class B, WeightType W, WeightType HeadW>
 void DecoderModel<Arch, B, W, HeadW>::load(const Checkpoint& file, const Options& options) {
-        [[maybe_unused]] const auto active = tessera::activate(*backend_);
-        const WeightSource<B> root{file, "", *backend_};
-        const float eps = Arch::norm_eps(shape_, options);
-        wte_.load(root, Arch::embedding_name);
-        positions_.load(root, Arch::positions_name);
-        for (std::size_t i = 0; i < n_layers(); ++i) blocks_[i].load(root.sub(Arch::layer_prefix + std::to_string(i) + "."), eps);
-        ln_f_.load(root, Arch::final_norm_name);
-        ln_f_.eps = eps;
-        lm_head_.reset();
-        if (!Arch::tied(shape_, options)) {
-            lm_head_.emplace(shape_.vocab_size, shape_.n_embd);
-            lm_head_->load(root, Arch::head_name);
-        }
-        if (batches_prepared_) prepare_batches();  // the packed layouts follow the new weights
-        reset();
+    [[maybe_unused]] const auto active = tessera::activate(*backend_);
+    const WeightSource<B> root{file, "", *backend_};
+    const float eps = Arch::norm_eps(shape_, options);
+    wte_.load(root, Arch::embedding_name);
+    positions_.load(root, Arch::positions_name);
+    for (std::size_t i = 0; i < n_layers(); ++i) blocks_[i].load(root.sub(Arch::layer_prefix + std::to_string(i) + "."), eps);
+    ln_f_.load(root, Arch::final_norm_name);
+    ln_f_.eps = eps;
+    lm_head_.reset();
+    if (!Arch::tied(shape_, options)) {
+        lm_head_.emplace(shape_.vocab_size, shape_.n_embd);
+        lm_head_->load(root, Arch::head_name);
     }
+    if (batches_prepared_) prepare_batches();  // the packed layouts follow the new weights
+    reset();
+}
 
 template <class Arch, class B, WeightType W, WeightType HeadW>
 void DecoderModel<Arch, B, W, HeadW>::reserve_steps(std::size_t sequences, std::size_t rows) {
-        if (sequences == 0 || rows < sequences) throw ArgumentError(std::string(Arch::model_name) + ": reserve_steps needs rows >= sequences >= 1");
-        [[maybe_unused]] const auto active = tessera::activate(*backend_);
-        if (sequences > 1 && !HasCopy<B>) {
-            throw ArgumentError(std::string(Arch::model_name) + ": the " + B::name + " backend runs one sequence per step");
-        }
-        reserve_keys(rows, sequences > 1, kv_precision_ != KvPrecision::f32);
-        if (x_.extent(0) < rows) x_ = Tensor<float, Extents<dyn, n_embd>, B>(rows, shape_.n_embd);
-        if (logits_.extent(0) < sequences) logits_ = Tensor<float, Extents<dyn, vocab_size>, B>(sequences, shape_.vocab_size);
-        if (!B::host_accessible && host_logits_.size() < sequences * shape_.vocab_size) {
-            host_logits_ = host_buffer_t<B, float>(sequences * shape_.vocab_size);
-        }
-        if (ids_.capacity() < rows) ids_.reserve(rows);
-        if (slices_.capacity() < sequences) slices_.reserve(sequences);
-        if constexpr (ReservesAttentionScratch<B>) {
-            backend_->reserve_attention(rows, shape_.n_ctx, shape_.head_dim(), false, query_heads_per_kv_head());
-        }
-        if (sequences > 1 && !batches_prepared_) prepare_batches();
+    if (sequences == 0 || rows < sequences) throw ArgumentError(std::string(Arch::model_name) + ": reserve_steps needs rows >= sequences >= 1");
+    [[maybe_unused]] const auto active = tessera::activate(*backend_);
+    if (sequences > 1 && !HasCopy<B>) {
+        throw ArgumentError(std::string(Arch::model_name) + ": the " + B::name + " backend runs one sequence per step");
     }
+    reserve_keys(rows, sequences > 1, kv_precision_ != KvPrecision::f32);
+    if (x_.extent(0) < rows) x_ = Tensor<float, Extents<dyn, n_embd>, B>(rows, shape_.n_embd);
+    if (logits_.extent(0) < sequences) logits_ = Tensor<float, Extents<dyn, vocab_size>, B>(sequences, shape_.vocab_size);
+    if (!B::host_accessible && host_logits_.size() < sequences * shape_.vocab_size) {
+        host_logits_ = host_buffer_t<B, float>(sequences * shape_.vocab_size);
+    }
+    if (ids_.capacity() < rows) ids_.reserve(rows);
+    if (slices_.capacity() < sequences) slices_.reserve(sequences);
+    if constexpr (ReservesAttentionScratch<B>) {
+        backend_->reserve_attention(rows, shape_.n_ctx, shape_.head_dim(), false, query_heads_per_kv_head());
+    }
+    if (sequences > 1 && !batches_prepared_) prepare_batches();
+}
 
 template <class Arch, class B, WeightType W, WeightType HeadW>
 void DecoderModel<Arch, B, W, HeadW>::prepare_batches() {
-        [[maybe_unused]] const auto active = tessera::activate(*backend_);
-        for (auto& block : blocks_) block.prepare_batches(*backend_);
-        head_layer().prepare_batches(*backend_);
-        batches_prepared_ = true;
-    }
+    [[maybe_unused]] const auto active = tessera::activate(*backend_);
+    for (auto& block : blocks_) block.prepare_batches(*backend_);
+    head_layer().prepare_batches(*backend_);
+    batches_prepared_ = true;
+}
 
 template <class Arch, class B, WeightType W, WeightType HeadW>
 std::vector<float> DecoderModel<Arch, B, W, HeadW>::prefill_all(std::span<const TokenId> tokens) {
-        [[maybe_unused]] const auto active = tessera::activate(*backend_);
-        const SequenceTokens one{&own_, tokens};
-        const std::size_t t = admit(std::span<const SequenceTokens>(&one, 1));
-        const auto x = run_blocks(std::span<const SequenceTokens>(&one, 1), t);
-        own_.advance(t);
-        const auto normed = scratch_.normed.view().rows(0, t);
-        ln_f_(*backend_, x, normed);
-        Tensor<float, Extents<dyn, vocab_size>, B> all(t, shape_.vocab_size);
-        head_layer().project(*backend_, normed, all);
-        return to_host(*backend_, all);
-    }
+    [[maybe_unused]] const auto active = tessera::activate(*backend_);
+    const SequenceTokens one{&own_, tokens};
+    const std::size_t t = admit(std::span<const SequenceTokens>(&one, 1));
+    const auto x = run_blocks(std::span<const SequenceTokens>(&one, 1), t);
+    own_.advance(t);
+    const auto normed = scratch_.normed.view().rows(0, t);
+    ln_f_(*backend_, x, normed);
+    Tensor<float, Extents<dyn, vocab_size>, B> all(t, shape_.vocab_size);
+    head_layer().project(*backend_, normed, all);
+    return to_host(*backend_, all);
+}
 
 template <class Arch, class B, WeightType W, WeightType HeadW>
 std::size_t DecoderModel<Arch, B, W, HeadW>::run_step(std::span<const SequenceTokens> batch, bool download) {
-        const std::size_t rows = admit(batch);
-        const std::size_t n = batch.size();
-        const auto queue = [&] {
-            const auto x = run_blocks(batch, rows);
-            const auto normed = scratch_.normed.view().rows(0, n);
-            if (n == 1) {
-                ln_f_(*backend_, x.rows(rows - 1, 1), normed);
-                if constexpr (ArrangesTables<B, HeadW>) {  // (the arranged table's one-row product)
-                    head_layer().project(*backend_, normed, logits_.view().rows(0, 1));
-                } else {
-                    gemv(*backend_, head(), normed.flat(), logits_.view().rows(0, 1).flat());
-                }
-            } else if constexpr (HasCopy<B>) {  // each sequence's last row, then one product
-                const auto last = scratch_.delta.view().rows(0, n);
-                for (std::size_t i = 0; i < n; ++i) copy(*backend_, x.rows(slices_[i].row + slices_[i].count - 1, 1), last.rows(i, 1));
-                ln_f_(*backend_, last, normed);
-                head_layer().project(*backend_, normed, logits_.view().rows(0, n));
+    const std::size_t rows = admit(batch);
+    const std::size_t n = batch.size();
+    const auto queue = [&] {
+        const auto x = run_blocks(batch, rows);
+        const auto normed = scratch_.normed.view().rows(0, n);
+        if (n == 1) {
+            ln_f_(*backend_, x.rows(rows - 1, 1), normed);
+            if constexpr (ArrangesTables<B, HeadW>) {  // (the arranged table's one-row product)
+                head_layer().project(*backend_, normed, logits_.view().rows(0, 1));
+            } else {
+                gemv(*backend_, head(), normed.flat(), logits_.view().rows(0, 1).flat());
             }
-            if constexpr (!B::host_accessible && HasAsyncDownload<B>) {
-                if (download) backend_->download_async(logits_.data(), host_logits_.data(), n * shape_.vocab_size);
-            }
-        };
-        if constexpr (RunsGraphs<B>) {
-            if (rows == 1) backend_->run_as_graph(queue);
-            else queue();
-        } else {
-            queue();
+        } else if constexpr (HasCopy<B>) {  // each sequence's last row, then one product
+            const auto last = scratch_.delta.view().rows(0, n);
+            for (std::size_t i = 0; i < n; ++i) copy(*backend_, x.rows(slices_[i].row + slices_[i].count - 1, 1), last.rows(i, 1));
+            ln_f_(*backend_, last, normed);
+            head_layer().project(*backend_, normed, logits_.view().rows(0, n));
         }
-        for (std::size_t i = 0; i < n; ++i) sequence_of(batch[i]).advance(batch[i].tokens.size());
-        return n;
+        if constexpr (!B::host_accessible && HasAsyncDownload<B>) {
+            if (download) backend_->download_async(logits_.data(), host_logits_.data(), n * shape_.vocab_size);
+        }
+    };
+    if constexpr (RunsGraphs<B>) {
+        if (rows == 1) backend_->run_as_graph(queue);
+        else queue();
+    } else {
+        queue();
     }
+    for (std::size_t i = 0; i < n; ++i) sequence_of(batch[i]).advance(batch[i].tokens.size());
+    return n;
+}
 
 template <class Arch, class B, WeightType W, WeightType HeadW>
 auto DecoderModel<Arch, B, W, HeadW>::run_blocks(std::span<const SequenceTokens> batch, std::size_t rows) -> TensorView<float, Extents<dyn, n_embd>, B> {
-        const auto x = x_.view().rows(0, rows);
-        ids_.clear();
-        slices_.clear();
-        for (const SequenceTokens& s : batch) {
-            Sequence& seq = sequence_of(s);
-            slices_.push_back({nullptr, seq.position(), ids_.size(), s.tokens.size()});
-            ids_.insert(ids_.end(), s.tokens.begin(), s.tokens.end());
-        }
-        wte_(*backend_, ids_, x);
-        for (const auto& slice : slices_) positions_.add_to(*backend_, x.rows(slice.row, slice.count), slice.first);
-        for (std::size_t i = 0; i < n_layers(); ++i) {
-            for (std::size_t j = 0; j < batch.size(); ++j) slices_[j].cache = &sequence_of(batch[j]).caches_[i];
-            blocks_[i](*backend_, x, std::span<const CacheRows<typename Block::Cache>>(slices_), scratch_);
-        }
-        return x;
+    const auto x = x_.view().rows(0, rows);
+    ids_.clear();
+    slices_.clear();
+    for (const SequenceTokens& s : batch) {
+        Sequence& seq = sequence_of(s);
+        slices_.push_back({nullptr, seq.position(), ids_.size(), s.tokens.size()});
+        ids_.insert(ids_.end(), s.tokens.begin(), s.tokens.end());
     }
+    wte_(*backend_, ids_, x);
+    for (const auto& slice : slices_) positions_.add_to(*backend_, x.rows(slice.row, slice.count), slice.first);
+    for (std::size_t i = 0; i < n_layers(); ++i) {
+        for (std::size_t j = 0; j < batch.size(); ++j) slices_[j].cache = &sequence_of(batch[j]).caches_[i];
+        blocks_[i](*backend_, x, std::span<const CacheRows<typename Block::Cache>>(slices_), scratch_);
+    }
+    return x;
+}
 
 }  // namespace tessera

@@ -16,6 +16,7 @@
 #include <utility>     // std::move
 #include <vector>      // std::vector
 
+#include <tessera/config.hpp>                 // TESSERA_PARSER_INLINE
 #include <tessera/core/error.hpp>              // FormatError
 #include <tessera/io/json.hpp>                 // parse_json, JsonValue
 #include <tessera/io/read_only_file.hpp>       // read_whole_file
@@ -113,36 +114,7 @@ struct HfGpt2Config : Gpt2Hyperparameters {
 // Face directory (config.json, model.safetensors) or a GGUF file.
 class Gpt2Files {
 public:
-    explicit Gpt2Files(const std::filesystem::path& path) : paths_(model_files(path)) {
-        if (model_path_kind(path) == ModelPathKind::gguf_file) {
-            gguf_.emplace(path);
-            hyper_ = gguf_gpt2_hyperparameters(*gguf_);
-            checkpoint_ = std::make_unique<GgufGpt2Checkpoint>(*gguf_);
-            const auto format = weight_format_of(gguf_->tensor("blk.0.attn_qkv.weight").type);
-            // F16 matrices: widened to float; a K-quant file's: each in its own format (KQuantMix).
-            stored_ = format ? model_format_for(*format) : WeightFormatId::f32;
-            check_weight_count(path.string() + "'s metadata", gguf_->path(), [&] {
-                double held = 0;
-                for (const io::GgufTensorInfo& t : gguf_->tensors()) held += static_cast<double>(t.elements());
-                return held;
-            }());
-            std::vector<std::string> names;
-            for (const io::GgufTensorInfo& t : gguf_->tensors()) names.push_back(t.name);
-            detail::check_blocks_held(gguf_->path(), "gpt2.block_count is", hyper_.shape.n_layer, detail::blocks_held(names, "blk."));
-        } else {
-            hyper_ = HfGpt2Config::read(path / "config.json");
-            safetensors_.emplace(path);  // model.safetensors, or the shards of model.safetensors.index.json
-            auto checkpoint = std::make_unique<SafetensorsGpt2Checkpoint>(*safetensors_);
-            check_weight_count((path / "config.json").string(), safetensors_->path(), [&] {
-                double held = 0;
-                for (const std::string& name : safetensors_->names()) held += static_cast<double>(safetensors_->info(name).elements());
-                return held;
-            }());
-            detail::check_blocks_held(safetensors_->path(), "config.json's n_layer is", hyper_.shape.n_layer,
-                                      detail::blocks_held(safetensors_->names(), checkpoint->prefix() + "h."));
-            checkpoint_ = std::move(checkpoint);
-        }
-    }
+    explicit Gpt2Files(const std::filesystem::path& path);
     Gpt2Files(const Gpt2Files&) = delete;  // the checkpoint refers to the file
     Gpt2Files& operator=(const Gpt2Files&) = delete;
 
@@ -171,6 +143,39 @@ private:
     std::unique_ptr<Checkpoint> checkpoint_;
     WeightFormatId stored_ = WeightFormatId::f32;
 };
+
+#if TESSERA_PARSER_DEFINITIONS  // (config.hpp: compiled in tessera::models where a program links it)
+TESSERA_PARSER_INLINE Gpt2Files::Gpt2Files(const std::filesystem::path& path) : paths_(model_files(path)) {
+    if (model_path_kind(path) == ModelPathKind::gguf_file) {
+        gguf_.emplace(path);
+        hyper_ = gguf_gpt2_hyperparameters(*gguf_);
+        checkpoint_ = std::make_unique<GgufGpt2Checkpoint>(*gguf_);
+        const auto format = weight_format_of(gguf_->tensor("blk.0.attn_qkv.weight").type);
+        // F16 matrices: widened to float; a K-quant file's: each in its own format (KQuantMix).
+        stored_ = format ? model_format_for(*format) : WeightFormatId::f32;
+        check_weight_count(path.string() + "'s metadata", gguf_->path(), [&] {
+            double held = 0;
+            for (const io::GgufTensorInfo& t : gguf_->tensors()) held += static_cast<double>(t.elements());
+            return held;
+        }());
+        std::vector<std::string> names;
+        for (const io::GgufTensorInfo& t : gguf_->tensors()) names.push_back(t.name);
+        detail::check_blocks_held(gguf_->path(), "gpt2.block_count is", hyper_.shape.n_layer, detail::blocks_held(names, "blk."));
+    } else {
+        hyper_ = HfGpt2Config::read(path / "config.json");
+        safetensors_.emplace(path);  // model.safetensors, or the shards of model.safetensors.index.json
+        auto checkpoint = std::make_unique<SafetensorsGpt2Checkpoint>(*safetensors_);
+        check_weight_count((path / "config.json").string(), safetensors_->path(), [&] {
+            double held = 0;
+            for (const std::string& name : safetensors_->names()) held += static_cast<double>(safetensors_->info(name).elements());
+            return held;
+        }());
+        detail::check_blocks_held(safetensors_->path(), "config.json's n_layer is", hyper_.shape.n_layer,
+                                  detail::blocks_held(safetensors_->names(), checkpoint->prefix() + "h."));
+        checkpoint_ = std::move(checkpoint);
+    }
+}
+#endif
 
 namespace detail {
 // Builds GPT2<Config, B, W> for the first of Static... whose shape is the files', else
@@ -243,5 +248,12 @@ std::unique_ptr<LanguageModel> open_gpt2(B& backend, const std::filesystem::path
     });
     return result;
 }
+
+#if defined(TESSERA_COMPILED_MODELS)
+// Compiled in tessera::models (src/models/open_model.cpp) for the CPU and no static shape
+// (compiled_models.hpp).
+extern template std::unique_ptr<LanguageModel> open_gpt2(Cpu&, const std::filesystem::path&, std::shared_ptr<void>,
+                                                         std::optional<WeightFormatId>);
+#endif
 
 }  // namespace tessera

@@ -10,6 +10,7 @@
 #include <vector>      // std::vector
 
 #include <tessera/backend/backend.hpp>           // RunsWeightsAs
+#include <tessera/config.hpp>                    // TESSERA_PARSER_INLINE
 #include <tessera/core/error.hpp>                // FormatError, ArgumentError
 #include <tessera/core/weight_formats.hpp>       // WeightFormatId, with_weight_type
 #include <tessera/io/gguf.hpp>                   // GgufFile
@@ -27,40 +28,7 @@ namespace tessera {
 
 class LlamaFiles {
 public:
-    explicit LlamaFiles(const std::filesystem::path& path) : paths_(model_files(path)) {
-        std::vector<std::string> names;
-        double held = 0;
-        std::string block_prefix;
-        if (model_path_kind(path) == ModelPathKind::gguf_file) {
-            gguf_.emplace(path);
-            shape_ = gguf_llama_shape(*gguf_);
-            checkpoint_ = std::make_unique<GgufLlamaCheckpoint>(*gguf_, shape_.architecture);
-            const auto format = weight_format_of(gguf_->tensor("blk.0.attn_q.weight").type);
-            stored_ = format ? model_format_for(*format) : WeightFormatId::f32;
-            for (const io::GgufTensorInfo& t : gguf_->tensors()) {
-                names.push_back(t.name);
-                held += static_cast<double>(t.elements());
-            }
-            block_prefix = "blk.";
-        } else {
-            const std::filesystem::path config = path / "config.json";
-            shape_ = hf_llama_shape(io::parse_json(io::read_whole_file(config, 16 << 20), config.string()), config.string());
-            safetensors_.emplace(path);  // model.safetensors, or the shards of model.safetensors.index.json
-            checkpoint_ = std::make_unique<SafetensorsLlamaCheckpoint>(*safetensors_);
-            names = safetensors_->names();
-            for (const std::string& name : names) held += static_cast<double>(safetensors_->info(name).elements());
-            block_prefix = "model.layers.";
-        }
-        const std::string file = checkpoint_->path();
-        LlamaArchitecture::check(shape_);
-        // A shape that implies more weights than the file holds is refused before it asks for
-        // hundreds of gigabytes.
-        if (shape_.parameters() > held) {
-            throw FormatError(file + ": the shape its metadata gives (" + shape_.describe() + ") has " +
-                              std::to_string(shape_.parameters()) + " weights, but the file holds only " + std::to_string(held));
-        }
-        detail::check_blocks_held(file, "the block count is", shape_.n_layer, detail::blocks_held(names, block_prefix));
-    }
+    explicit LlamaFiles(const std::filesystem::path& path);
     LlamaFiles(const LlamaFiles&) = delete;  // the checkpoint refers to the file
     LlamaFiles& operator=(const LlamaFiles&) = delete;
 
@@ -79,6 +47,43 @@ private:
     std::unique_ptr<Checkpoint> checkpoint_;
     WeightFormatId stored_ = WeightFormatId::f32;
 };
+
+#if TESSERA_PARSER_DEFINITIONS  // (config.hpp: compiled in tessera::models where a program links it)
+TESSERA_PARSER_INLINE LlamaFiles::LlamaFiles(const std::filesystem::path& path) : paths_(model_files(path)) {
+    std::vector<std::string> names;
+    double held = 0;
+    std::string block_prefix;
+    if (model_path_kind(path) == ModelPathKind::gguf_file) {
+        gguf_.emplace(path);
+        shape_ = gguf_llama_shape(*gguf_);
+        checkpoint_ = std::make_unique<GgufLlamaCheckpoint>(*gguf_, shape_.architecture);
+        const auto format = weight_format_of(gguf_->tensor("blk.0.attn_q.weight").type);
+        stored_ = format ? model_format_for(*format) : WeightFormatId::f32;
+        for (const io::GgufTensorInfo& t : gguf_->tensors()) {
+            names.push_back(t.name);
+            held += static_cast<double>(t.elements());
+        }
+        block_prefix = "blk.";
+    } else {
+        const std::filesystem::path config = path / "config.json";
+        shape_ = hf_llama_shape(io::parse_json(io::read_whole_file(config, 16 << 20), config.string()), config.string());
+        safetensors_.emplace(path);  // model.safetensors, or the shards of model.safetensors.index.json
+        checkpoint_ = std::make_unique<SafetensorsLlamaCheckpoint>(*safetensors_);
+        names = safetensors_->names();
+        for (const std::string& name : names) held += static_cast<double>(safetensors_->info(name).elements());
+        block_prefix = "model.layers.";
+    }
+    const std::string file = checkpoint_->path();
+    LlamaArchitecture::check(shape_);
+    // A shape that implies more weights than the file holds is refused before it asks for
+    // hundreds of gigabytes.
+    if (shape_.parameters() > held) {
+        throw FormatError(file + ": the shape its metadata gives (" + shape_.describe() + ") has " +
+                          std::to_string(shape_.parameters()) + " weights, but the file holds only " + std::to_string(held));
+    }
+    detail::check_blocks_held(file, "the block count is", shape_.n_layer, detail::blocks_held(names, block_prefix));
+}
+#endif
 
 // Llama<B, W, HeadW> of the files' shape with their weights, W as asked (none: as the file
 // stores it; the head as with_head_type chooses), over `context` positions when given (at most
@@ -113,5 +118,12 @@ std::unique_ptr<LanguageModel> open_llama(B& backend, const std::filesystem::pat
     });
     return result;
 }
+
+#if defined(TESSERA_COMPILED_MODELS)
+// Compiled in tessera::models (src/models/open_model.cpp) for the CPU: a program that opens a
+// model there does not compile every weight format's model again (compiled_models.hpp).
+extern template std::unique_ptr<LanguageModel> open_llama(Cpu&, const std::filesystem::path&, std::shared_ptr<void>,
+                                                          std::optional<WeightFormatId>, std::optional<std::size_t>);
+#endif
 
 }  // namespace tessera

@@ -12,27 +12,19 @@
 
 #include <tessera/text/bpe_tokenizer.hpp>
 
+#include "fixture_files.hpp"
+
 namespace tessera::test {
 
 inline const std::string gpt2_fixtures = TESSERA_GPT2_FIXTURES;
 
 // tokens.txt: the 16 ids every fixture's reference logits were computed for.
-inline std::vector<TokenId> fixture_tokens() {
-    std::ifstream in(gpt2_fixtures + "/tokens.txt");
-    std::vector<TokenId> ids;
-    std::string item;
-    while (std::getline(in, item, ',')) ids.push_back(std::stoi(item));
-    return ids;
-}
+inline std::vector<TokenId> fixture_tokens() { return read_token_list(gpt2_fixtures + "/tokens.txt"); }
 
 // NAME/logits.f64: row-major [16][V] float64 logits of the numpy reference (logits-FORMAT.f64:
 // with the matrices stored as bf16, q8_0 or q4_0).
 inline std::vector<double> reference_logits(const std::string& name, const std::string& file = "logits.f64") {
-    std::ifstream in(gpt2_fixtures + "/" + name + "/" + file, std::ios::binary);
-    std::vector<double> v;
-    double x;
-    while (in.read(reinterpret_cast<char*>(&x), sizeof x)) v.push_back(x);
-    return v;
+    return read_float64(gpt2_fixtures + "/" + name + "/" + file);
 }
 
 // NAME/greedy.json: the reference's greedy continuation, prompt included.

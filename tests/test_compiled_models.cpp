@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <span>
 #include <string>
 #include <vector>
@@ -18,6 +17,7 @@
 #include <tessera/tessera.hpp>
 
 #include "gpt2_fixtures.hpp"
+#include "llama_fixtures.hpp"
 
 #if !defined(TESSERA_COMPILED_MODELS)
 #error "test_compiled_models links tessera::models, which defines TESSERA_COMPILED_MODELS"
@@ -33,24 +33,6 @@ double max_difference(std::span<const float> got, const std::vector<double>& wan
     double worst = 0;
     for (std::size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::fabs(got[i] - want[i]));
     return worst;
-}
-
-const std::string llama_fixtures = TESSERA_LLAMA_FIXTURES;
-
-std::vector<double> llama_reference(const std::string& name) {
-    std::ifstream in(llama_fixtures + "/" + name + "/logits.f64", std::ios::binary);
-    std::vector<double> v;
-    double x;
-    while (in.read(reinterpret_cast<char*>(&x), sizeof x)) v.push_back(x);
-    return v;
-}
-
-std::vector<TokenId> llama_tokens() {
-    std::ifstream in(llama_fixtures + "/tokens.txt");
-    std::vector<TokenId> ids;
-    std::string item;
-    while (std::getline(in, item, ',')) ids.push_back(std::stoi(item));
-    return ids;
 }
 
 }  // namespace
@@ -87,10 +69,10 @@ TEST_CASE("Compiled models: open_gpt2 and open_llama from the library match the 
     }
     // Each architecture's parser from the library, GGUF (q/k rows permuted for llama) and directory.
     for (const char* config : {"llama-tiny", "qwen2-tiny", "qwen3-tiny"}) {
-        for (const std::string& path : {llama_fixtures + "/" + config + "-f32.gguf", llama_fixtures + "/" + config}) {
+        for (const std::string& path : {test::llama::fixtures + "/" + config + "-f32.gguf", test::llama::fixtures + "/" + config}) {
             INFO(path);
             const auto model = open_llama(cpu, path);
-            CHECK(max_difference(model->prefill_all(llama_tokens()), llama_reference(config)) <= 1e-4);
+            CHECK(max_difference(model->prefill_all(test::llama::fixture_tokens()), test::llama::reference_logits(config)) <= 1e-4);
         }
     }
 }

@@ -31,6 +31,7 @@
 #include <unistd.h>  // getpid
 
 #include "allocation_counter.hpp"
+#include "llama_fixtures.hpp"
 
 #include <tessera/backend/cpu.hpp>
 #include <tessera/io/read_only_file.hpp>
@@ -44,24 +45,10 @@ using namespace tessera;
 
 namespace {
 
-const std::string fixtures = TESSERA_LLAMA_FIXTURES;
+using test::llama::fixtures;
+using test::llama::fixture_tokens;
+using test::llama::reference_logits;
 const std::string trained_llama = std::string(TESSERA_TEST_DATA_DIR) + "/fortunes-llama";
-
-std::vector<TokenId> fixture_tokens() {
-    std::ifstream in(fixtures + "/tokens.txt");
-    std::vector<TokenId> ids;
-    std::string item;
-    while (std::getline(in, item, ',')) ids.push_back(std::stoi(item));
-    return ids;
-}
-
-std::vector<double> reference_logits(const std::string& name, const std::string& file = "logits.f64") {
-    std::ifstream in(fixtures + "/" + name + "/" + file, std::ios::binary);
-    std::vector<double> v;
-    double x;
-    while (in.read(reinterpret_cast<char*>(&x), sizeof x)) v.push_back(x);
-    return v;
-}
 
 // The largest |got[i] - want[offset + i]|, and the largest |want| (at least 1).
 struct Difference {

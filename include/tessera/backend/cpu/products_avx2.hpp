@@ -270,14 +270,16 @@ inline __m256 load_tail(const E* w, std::size_t n) noexcept {
 // the rows of P streams (stream p at rows + p · stream_stride, its k-th 8 · V values at + k ·
 // step). Decode (T = 1) takes a group of 32 rows: float's two panels, bf16's one stream (a line
 // per k), prefetched 2 KiB ahead. More rows take 16 rows six at a time: 12 accumulators, 2
-// weight vectors and a broadcast activation of AVX2's 16 registers. Each activation is
+// weight vectors and a broadcast activation of AVX2's 16 registers, one line of `next` fetched
+// per k (lines [0, next_last], then the last again: no branch in the loop, whose accumulators
+// GCC otherwise keeps in memory). Each activation is
 // broadcast and meets 16 rows per pair of FMAs, where the tiles over W as stored sum each dot
 // product across the lanes of its own accumulator. Every output is one fused multiply-add
 // chain over k in order from 0 (as AVX-512's arranged tile), so a row's result has the same
 // bits in any tile.
 template <std::size_t T, std::size_t P, std::size_t V, class E>
 inline void panel_rows_tile(const E* rows, std::size_t stream_stride, std::size_t step, std::size_t k, const float* a, std::size_t lda,
-                            const float* bias, float* c, std::size_t ldc) noexcept {
+                            const float* bias, float* c, std::size_t ldc, const char* next = nullptr, std::size_t next_last = 0) noexcept {
     constexpr std::size_t ahead = 2048;  // bytes
     __m256 acc[T][P * V];
     unrolled<T>([&](auto t) { unrolled<P * V>([&](auto v) { acc[t][v] = _mm256_setzero_ps(); }); });
@@ -287,6 +289,8 @@ inline void panel_rows_tile(const E* rows, std::size_t stream_stride, std::size_
                 const auto* line = reinterpret_cast<const char*>(rows + p * stream_stride + i * step) + ahead;
                 for (std::size_t b = 0; b < step * sizeof(E); b += 64) _mm_prefetch(line + b, _MM_HINT_T0);
             });
+        } else {
+            _mm_prefetch(next + 64 * std::min(i, next_last), _MM_HINT_T0);
         }
         __m256 w[P * V];
         unrolled<P * V>([&](auto v) { w[v] = load8(rows + v / V * stream_stride + i * step + 8 * (v % V)); });
@@ -314,17 +318,26 @@ inline void panel_rows_columns(const float* a, const E* w, const float* bias, fl
         }
         return;
     }
+    // While a strip's tiles run, they fetch the next group of the range (a line per k) in slices,
+    // one per tile, so that its first tile reads it from the cache rather than from memory (pp64
+    // 1.02-1.06x, bench/RESULTS.md); the range's last group fetches its own lines, already there.
+    const std::size_t group_tiles = Width / 16 * ((m + 5) / 6), slice = (k + group_tiles - 1) / group_tiles;
     for (std::size_t r = n_begin; r < n_end; r += 16) {
         const E* rows = w + r / Width * Width * k + r % Width;  // 16 rows of a panel
-        std::size_t t = 0;
-        for (; t + 6 <= m; t += 6) panel_rows_tile<6, 1, 2>(rows, 0, Width, k, a + t * k, k, bias_at(r), c + t * ldc + r, ldc);
-        const auto rest = [&]<std::size_t T>() { panel_rows_tile<T, 1, 2>(rows, 0, Width, k, a + t * k, k, bias_at(r), c + t * ldc + r, ldc); };
+        const std::size_t group_end = (r / Width + 1) * Width;
+        const auto* next = reinterpret_cast<const char*>(group_end < n_end ? w + group_end * k : rows);
+        std::size_t t = 0, tile = r % Width / 16 * ((m + 5) / 6);
+        const auto tile_rows = [&]<std::size_t T>() {
+            const char* from = next + 64 * std::min(k - 1, slice * tile++);
+            panel_rows_tile<T, 1, 2>(rows, 0, Width, k, a + t * k, k, bias_at(r), c + t * ldc + r, ldc, from, slice - 1);
+        };
+        for (; t + 6 <= m; t += 6) tile_rows.template operator()<6>();
         switch (m - t) {
-            case 5: rest.template operator()<5>(); break;
-            case 4: rest.template operator()<4>(); break;
-            case 3: rest.template operator()<3>(); break;
-            case 2: rest.template operator()<2>(); break;
-            case 1: rest.template operator()<1>(); break;
+            case 5: tile_rows.template operator()<5>(); break;
+            case 4: tile_rows.template operator()<4>(); break;
+            case 3: tile_rows.template operator()<3>(); break;
+            case 2: tile_rows.template operator()<2>(); break;
+            case 1: tile_rows.template operator()<1>(); break;
             default: break;
         }
     }

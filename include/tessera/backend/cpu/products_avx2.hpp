@@ -319,8 +319,8 @@ inline void panel_rows_columns(const float* a, const E* w, const float* bias, fl
         return;
     }
     // While a strip's tiles run, they fetch the next group of the range (a line per k) in slices,
-    // one per tile, so that its first tile reads it from the cache rather than from memory (pp64
-    // 1.02-1.06x, bench/RESULTS.md); the range's last group fetches its own lines, already there.
+    // one per tile, so that its first tile reads it from the cache rather than from memory
+    // (short prompts gain most: bench/RESULTS.md); the range's last group fetches its own lines.
     const std::size_t group_tiles = Width / 16 * ((m + 5) / 6), slice = (k + group_tiles - 1) / group_tiles;
     for (std::size_t r = n_begin; r < n_end; r += 16) {
         const E* rows = w + r / Width * Width * k + r % Width;  // 16 rows of a panel

@@ -9,6 +9,7 @@
 // most 2 * 127 * 127, no saturation), vpmaddwd (pairs of those into 8 int32 lanes), widened to
 // float and scaled by the two blocks' scales. The integer partial sums are exact; only the
 // order of the float additions differs from the portable loops.
+#include <algorithm>    // std::min
 #include <cstddef>      // std::size_t
 #include <cstdint>      // std::int8_t, std::int32_t
 #include <cstring>      // std::memcpy
@@ -321,12 +322,12 @@ inline void panel_rows_columns(const float* a, const E* w, const float* bias, fl
     // While a strip's tiles run, they fetch the next group of the range (a line per k) in slices,
     // one per tile, so that its first tile reads it from the cache rather than from memory
     // (short prompts gain most: bench/RESULTS.md); the range's last group fetches its own lines.
-    const std::size_t group_tiles = Width / 16 * ((m + 5) / 6), slice = (k + group_tiles - 1) / group_tiles;
+    const std::size_t strip_tiles = (m + 5) / 6, group_tiles = Width / 16 * strip_tiles, slice = (k + group_tiles - 1) / group_tiles;
     for (std::size_t r = n_begin; r < n_end; r += 16) {
         const E* rows = w + r / Width * Width * k + r % Width;  // 16 rows of a panel
         const std::size_t group_end = (r / Width + 1) * Width;
         const auto* next = reinterpret_cast<const char*>(group_end < n_end ? w + group_end * k : rows);
-        std::size_t t = 0, tile = r % Width / 16 * ((m + 5) / 6);
+        std::size_t t = 0, tile = r % Width / 16 * strip_tiles;  // the group's tiles counted from its first strip
         const auto tile_rows = [&]<std::size_t T>() {
             const char* from = next + 64 * std::min(k - 1, slice * tile++);
             panel_rows_tile<T, 1, 2>(rows, 0, Width, k, a + t * k, k, bias_at(r), c + t * ldc + r, ldc, from, slice - 1);

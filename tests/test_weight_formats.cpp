@@ -7,11 +7,13 @@
 #include <stdlib.h>  // ::setenv, ::unsetenv (POSIX)
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <optional>
 #include <random>
 #include <string>
@@ -780,6 +782,102 @@ TEST_CASE("Layers refuse widths that are not whole blocks", "[formats]") {
                       "Linear: 48 weights per row are not a whole number of q8_0 blocks of 32 (use f32 or bf16 for this model)");
     CHECK_NOTHROW(Linear<dyn, dyn, Cpu, bf16>(48, 16));
     CHECK_THROWS_WITH((Embedding<dyn, dyn, Cpu, Q4_0>(10, 40)), Catch::Contains("Embedding: 40 weights per row"));
+}
+
+namespace {
+// Named float matrices (rows of `cols`) and vectors in memory: what a layer loads from.
+class MemoryCheckpoint final : public Checkpoint {
+public:
+    std::map<std::string, std::pair<std::size_t, std::vector<float>>> tensors;  // name -> (cols, elements)
+    const std::string& path() const override { return path_; }
+    void read_rows(const TensorRequest& request, std::size_t first, std::span<float> dst) const override {
+        const auto& [cols, elements] = tensors.at(request.name);
+        REQUIRE(cols == request.cols);
+        REQUIRE((first * cols + dst.size()) <= elements.size());
+        std::copy_n(elements.begin() + static_cast<std::ptrdiff_t>(first * cols), dst.size(), dst.begin());
+    }
+
+private:
+    std::string path_ = "memory";
+};
+
+// q, k and v (with biases when `biased`) as one StackedLinear, against each as its own Linear,
+// over 1, 3 and 20 rows: each map's outputs with the same bits where `exact` (every map a whole
+// number of the arranged layout's 32-row groups: the same kernels over the same rows), else
+// within `tolerance` of them (and within float rounding where products of several rows are
+// Eigen's, without AVX2 or switched off: its blocking depends on the matrix's size): a map of fewer than 32 rows alone is not arranged, and over
+// several rows its stored-weight product may take float activations where the arranged one
+// quantizes them to 8 bits (outputs here ~1: 8-bit rounding moves them by up to ~1e-2).
+template <class W>
+void check_stacked(const std::array<std::size_t, 3>& outputs, bool biased, bool exact, float tolerance = 0.0f) {
+    Cpu cpu(2);
+    constexpr std::size_t in = 128;
+    std::mt19937 rng(static_cast<unsigned>(outputs[0] + 7 * outputs[1]));
+    std::normal_distribution<float> normal;
+    const auto random = [&](std::size_t n, float scale) {
+        std::vector<float> v(n);
+        for (float& x : v) x = scale * normal(rng);
+        return v;
+    };
+    MemoryCheckpoint file;
+    const std::array<std::string, 3> names{"q_proj", "k_proj", "v_proj"};
+    for (std::size_t i = 0; i < 3; ++i) {
+        file.tensors[names[i] + ".weight"] = {in, random(outputs[i] * in, 0.05f)};
+        file.tensors[names[i] + ".bias"] = {outputs[i], random(outputs[i], 1.0f)};
+    }
+    const WeightSource<Cpu> src{file, "", cpu};
+    StackedLinear<Cpu, W, 3> stacked(in, outputs, biased);
+    stacked.load(src, names);
+    std::vector<Linear<dyn, dyn, Cpu, W>> alone;
+    for (std::size_t i = 0; i < 3; ++i) {
+        alone.emplace_back(in, outputs[i], biased);
+        alone[i].load(src, names[i]);
+    }
+    for (const std::size_t t : {1u, 3u, 20u}) {
+        Tensor<float, Extents<dyn, dyn>, Cpu> x(t, in);
+        const std::vector<float> xs = random(t * in, 1.0f);
+        std::copy(xs.begin(), xs.end(), x.data());
+        Tensor<float, Extents<dyn>, Cpu> room(stacked.room_floats(t));
+        stacked(cpu, x, room.view());
+        for (std::size_t i = 0; i < 3; ++i) {
+            Tensor<float, Extents<dyn, dyn>, Cpu> got(t, outputs[i]), want(t, outputs[i]);
+            stacked.take(cpu, room.view(), i, got);
+            alone[i](cpu, x, want);
+            float worst = 0.0f;
+            std::size_t differ = 0;
+            for (std::size_t e = 0; e < got.size(); ++e) {
+                worst = std::max(worst, std::abs(got.data()[e] - want.data()[e]));
+                differ += got.data()[e] != want.data()[e];
+            }
+            INFO(WeightFormat<W>::name << " map " << names[i] << " of " << outputs[i] << " outputs, " << t << " rows: "
+                                       << differ << " differ, by up to " << worst);
+            if (exact && cpu::has_avx2()) CHECK(differ == 0);
+            else CHECK(worst < std::max(tolerance, 1e-5f));  // portable: Eigen's GEMM blocks by the matrix's size
+        }
+    }
+}
+}  // namespace
+
+TEST_CASE("StackedLinear: each map's outputs are those of its own Linear", "[formats][gemm]") {
+    check_stacked<float>({64, 32, 32}, true, true);
+    check_stacked<bf16>({64, 32, 32}, false, true);
+    check_stacked<Q8_0>({96, 32, 32}, true, true);
+    check_stacked<Q4_0>({64, 64, 64}, false, true);
+    check_stacked<KQuantMix>({64, 32, 32}, true, true);  // float maps here (the file stores floats), one product each
+    // maps that are not whole 32-row groups: their tails run other kernels alone than stacked
+    check_stacked<float>({40, 24, 24}, true, false, 1e-5f);
+    check_stacked<Q8_0>({40, 24, 24}, false, false, 0.05f);
+    check_stacked<Q4_0>({72, 8, 8}, true, false, 0.05f);
+}
+
+TEST_CASE("copy_columns checks that the columns lie inside the source", "[formats]") {
+    Cpu cpu(1);
+    Tensor<float, Extents<dyn, dyn>, Cpu> src(2, 5), dst(2, 2), tall(3, 2);
+    for (std::size_t i = 0; i < src.size(); ++i) src.data()[i] = static_cast<float>(i);
+    copy_columns(cpu, src, 3, dst);
+    CHECK(std::vector<float>(dst.data(), dst.data() + 4) == std::vector<float>{3, 4, 8, 9});
+    CHECK_THROWS_WITH(copy_columns(cpu, src, 4, dst), Catch::Contains("columns [4, 6) of 2 rows are not inside the source's 2 x 5"));
+    CHECK_THROWS_AS(copy_columns(cpu, src, 0, tall), ShapeError);
 }
 
 TEST_CASE("Weight format names", "[formats]") {

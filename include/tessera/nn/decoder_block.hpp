@@ -19,7 +19,8 @@ namespace tessera {
 // Activations of one block for up to `capacity` rows; grows (prefill only), never shrinks. The
 // queries and attention outputs are q_width wide (heads x head_dim: C in GPT-2), the keys and
 // values kv_width (fewer heads under grouped-query attention); `gated` adds a second
-// feed-forward buffer (a gated MLP's gate). The keys and values of a step over several
+// feed-forward buffer (a gated MLP's gate); `stacked_width` floats per row are room for the
+// products of stacked maps (StackedLinear: q, k and v; gate and up). The keys and values of a step over several
 // sequences, or into a bf16 cache (before they go to each one's cache), exist only once such a
 // step was reserved: a single sequence with an f32 cache gets them written straight into its
 // cache.
@@ -29,10 +30,13 @@ struct BlockScratch {
     Tensor<float, Extents<dyn, C>, B> q, att;                 // (cap, q_width)
     Tensor<float, Extents<dyn, Inner>, B> hidden, gate;       // (cap, Inner); gate: empty unless gated
     Tensor<float, Extents<dyn, C>, B> keys, values;           // (cap, kv_width) or empty
+    Tensor<float, Extents<dyn>, B> stacked;                   // (cap · stacked_width)
 
-    BlockScratch(std::size_t c, std::size_t inner, std::size_t q_width = 0, std::size_t kv_width = 0, bool gated = false)
+    BlockScratch(std::size_t c, std::size_t inner, std::size_t q_width = 0, std::size_t kv_width = 0, bool gated = false,
+                 std::size_t stacked_width = 0)
         : normed(0, c), delta(0, c), q(0, q_width ? q_width : c), att(0, q_width ? q_width : c), hidden(0, inner),
-          gate(0, inner), keys(0, kv_width ? kv_width : c), values(0, kv_width ? kv_width : c), gated_(gated) {}
+          gate(0, inner), keys(0, kv_width ? kv_width : c), values(0, kv_width ? kv_width : c), stacked(0), gated_(gated),
+          stacked_width_(stacked_width) {}
 
     std::size_t capacity() const noexcept { return normed.extent(0); }
 
@@ -46,6 +50,7 @@ struct BlockScratch {
             for (auto* m : {&normed, &delta, &q, &att}) grow(*m, t);
             grow(hidden, t);
             if (gated_) grow(gate, t);
+            if (stacked.extent(0) < t * stacked_width_) stacked = Tensor<float, Extents<dyn>, B>(t * stacked_width_);
         }
         if (staged_keys) {
             grow(keys, capacity());
@@ -55,6 +60,7 @@ struct BlockScratch {
 
 private:
     bool gated_;
+    std::size_t stacked_width_;
 };
 
 // A pre-norm residual block's step, whatever its layers: x(T, C), the rows of the sequences

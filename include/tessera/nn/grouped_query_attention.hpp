@@ -15,6 +15,7 @@
 #include <tessera/nn/parameter.hpp>          // WeightSource
 #include <tessera/nn/rms_norm.hpp>           // RmsNorm
 #include <tessera/nn/rotary_positions.hpp>   // RotaryPositions, RopeSettings
+#include <tessera/nn/stacked_linear.hpp>     // StackedLinear
 
 namespace tessera {
 
@@ -33,15 +34,14 @@ template <class B, class W = float>
 struct GroupedQueryAttention {
     using Cache = KvCache<dyn, dyn, dyn, B>;
 
-    Linear<dyn, dyn, B, W> query, key, value, output;  // q_proj, k_proj, v_proj, o_proj
+    StackedLinear<B, W, 3> qkv;                      // q_proj, k_proj, v_proj: one product (StackedLinear)
+    Linear<dyn, dyn, B, W> output;                   // o_proj
     std::optional<RmsNorm<dyn, B>> q_norm, k_norm;     // (D) each, when qk_norm
     RotaryPositions rope;
     std::size_t heads, kv_heads, head_dim;
 
     explicit GroupedQueryAttention(const AttentionShape& s)
-        : query(s.width, s.heads * s.head_dim, s.qkv_bias),
-          key(s.width, s.kv_heads * s.head_dim, s.qkv_bias),
-          value(s.width, s.kv_heads * s.head_dim, s.qkv_bias),
+        : qkv(s.width, {s.heads * s.head_dim, s.kv_heads * s.head_dim, s.kv_heads * s.head_dim}, s.qkv_bias),
           output(s.heads * s.head_dim, s.width, false),
           rope(s.head_dim, s.rope),
           heads(s.heads),
@@ -54,9 +54,7 @@ struct GroupedQueryAttention {
     }
 
     void load(const WeightSource<B>& src, float eps) {
-        query.load(src, "q_proj");
-        key.load(src, "k_proj");
-        value.load(src, "v_proj");
+        qkv.load(src, {"q_proj", "k_proj", "v_proj"});
         output.load(src, "o_proj");
         if (q_norm) {
             q_norm->load(src, "q_norm");
@@ -65,23 +63,26 @@ struct GroupedQueryAttention {
         }
     }
     void prepare_batches(B& backend) {
-        for (auto* l : {&query, &key, &value, &output}) l->prepare_batches(backend);
+        qkv.prepare_batches(backend);
+        output.prepare_batches(backend);
     }
 
     // out(T, C) for x(T, C), the rows of one or more sequences (`seqs`, in row order, covering
     // x), each attending over its own cache, to which its keys and values are appended. q and
-    // att are (T, H·D) scratch, k and v (T, Hkv·D). out may not be x.
-    template <class Backend, class X, class Scratch, class Out>
+    // att are (T, H·D) scratch, k and v (T, Hkv·D), room at least qkv.room_floats(T) floats.
+    // out may not be x.
+    template <class Backend, class X, class Scratch, class Room, class Out>
     void operator()(Backend& backend, const X& x, std::span<const CacheRows<Cache>> seqs, Scratch q, Scratch att, Scratch k,
-                    Scratch v, Out&& out) const {
-        query(backend, x, q);
+                    Scratch v, Room room, Out&& out) const {
+        qkv(backend, x, room);
+        qkv.take(backend, room, 0, q);
         if (q_norm) (*q_norm)(backend, per_head(q), per_head(q));
         for (const CacheRows<Cache>& s : seqs) rope(backend, split_heads<dyn, dyn>(q.rows(s.row, s.count), heads), s.first);
         append_keys_values(
             backend, seqs, k, v,
             [&](auto keys, auto values) {
-                key(backend, x, keys);
-                value(backend, x, values);
+                qkv.take(backend, room, 1, keys);
+                qkv.take(backend, room, 2, values);
             },
             [&](auto keys, std::size_t first) {
                 if (k_norm) (*k_norm)(backend, per_head(keys), per_head(keys));

@@ -51,15 +51,20 @@ struct Linear {
     // Outputs [first, first + Out) of the linear map `name` (weight and bias) with `total`
     // outputs: all of them, or a third of c_attn (q, k and v one after the other).
     void load(const WeightSource<B>& src, const std::string& name, std::size_t total = 0, std::size_t first = 0) {
-        if (total == 0) total = out_features();
-        src.linear_into(name + ".weight", total, first, weight);
-        if (bias.size() != 0) {
-            const std::vector<float> b = src.vector(name + ".bias", total);
-            copy_from_host(src.backend, std::span<const float>(b.data() + first, out_features()), bias);
+        load_rows(src, name, total == 0 ? out_features() : total, first, 0, out_features());
+        arrange(src.backend);
+    }
+    // Several linear maps of the same input, `names[i]` with `outputs[i]` outputs, stacked by rows
+    // in that order (q, k and v; gate and up: StackedLinear); out_features() is their sum.
+    void load_stacked(const WeightSource<B>& src, std::span<const std::string> names, std::span<const std::size_t> outputs) {
+        std::size_t row = 0;
+        for (std::size_t i = 0; i < names.size(); ++i) {
+            if (outputs[i] > out_features() - row) throw ArgumentError("Linear: the stacked maps have more outputs than the layer");
+            load_rows(src, names[i], outputs[i], 0, row, outputs[i]);
+            row += outputs[i];
         }
-        if constexpr (ArrangesWeights<B, W>) {
-            packed = src.backend.arrange_weights(MatrixView<W, B>(weight.data(), DynExtents<2>(weight.extent(0), weight.extent(1))));
-        }
+        if (row != out_features()) throw ArgumentError("Linear: the stacked maps have fewer outputs than the layer");
+        arrange(src.backend);
     }
 
     // Lets the backend pack the weights for products of several rows, where it can (a model
@@ -80,6 +85,24 @@ struct Linear {
             if (!packed.empty()) return gemm(backend, x, weight, packed, bias, y);
         }
         gemm(backend, x, weight, bias, y);
+    }
+
+private:
+    // Outputs [first, first + count) of the map `name` with `total` outputs into rows
+    // [row, row + count).
+    void load_rows(const WeightSource<B>& src, const std::string& name, std::size_t total, std::size_t first, std::size_t row,
+                   std::size_t count) {
+        auto rows = weight.view().rows(row, count);
+        src.linear_into(name + ".weight", total, first, rows);
+        if (bias.size() != 0) {
+            const std::vector<float> b = src.vector(name + ".bias", total);
+            copy_from_host(src.backend, std::span<const float>(b.data() + first, count), bias.view().rows(row, count));
+        }
+    }
+    void arrange([[maybe_unused]] B& backend) {
+        if constexpr (ArrangesWeights<B, W>) {
+            packed = backend.arrange_weights(MatrixView<W, B>(weight.data(), DynExtents<2>(weight.extent(0), weight.extent(1))));
+        }
     }
 };
 

@@ -3,8 +3,9 @@
 //   x += attn(attn_norm(x));  x += mlp(ffn_norm(x))
 // with grouped-query attention and rotary positions (GroupedQueryAttention) and the gated SiLU
 // feed-forward (GatedFeedForward); its scratch (BlockScratch, gated) owned by the caller.
-#include <cstddef>  // std::size_t
-#include <span>     // std::span
+#include <algorithm>  // std::max
+#include <cstddef>    // std::size_t
+#include <span>       // std::span
 
 #include <tessera/nn/decoder_block.hpp>            // BlockScratch, pre_norm_block
 #include <tessera/nn/gated_feed_forward.hpp>       // GatedFeedForward
@@ -30,7 +31,8 @@ struct LlamaBlock {
         : attn_norm(attention.width), attn(attention), ffn_norm(attention.width), mlp(attention.width, inner) {}
 
     static Scratch scratch(const AttentionShape& a, std::size_t inner) {
-        return Scratch(a.width, inner, a.heads * a.head_dim, a.kv_heads * a.head_dim, true);
+        const std::size_t qkv = (a.heads + 2 * a.kv_heads) * a.head_dim;
+        return Scratch(a.width, inner, a.heads * a.head_dim, a.kv_heads * a.head_dim, true, std::max(qkv, 2 * inner));
     }
 
     // Hugging Face's names ("input_layernorm", "self_attn.q_proj", "mlp.gate_proj", ...).
@@ -49,8 +51,13 @@ struct LlamaBlock {
     // x(T, C), the rows of the sequences `seqs`, updated in place.
     template <class Backend, class X>
     void operator()(Backend& backend, X x, std::span<const CacheRows<Cache>> seqs, Scratch& s) const {
-        pre_norm_block(backend, x, seqs, s, attn_norm, attn, ffn_norm, [&](auto normed, auto delta) {
-            mlp(backend, normed, s.hidden.view().rows(0, x.extent(0)), s.gate.view().rows(0, x.extent(0)), delta);
+        // attention and feed-forward with the room for their stacked products
+        const auto attend = [&](Backend& b, auto normed, auto rows, auto q, auto att, auto k, auto v, auto delta) {
+            attn(b, normed, rows, q, att, k, v, s.stacked.view(), delta);
+        };
+        pre_norm_block(backend, x, seqs, s, attn_norm, attend, ffn_norm, [&](auto normed, auto delta) {
+            const std::size_t t = x.extent(0);
+            mlp(backend, normed, s.hidden.view().rows(0, t), s.gate.view().rows(0, t), s.stacked.view(), delta);
         });
     }
 };

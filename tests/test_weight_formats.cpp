@@ -802,7 +802,7 @@ private:
 };
 
 // q, k and v (with biases when `biased`) as one StackedLinear, against each as its own Linear,
-// over 1, 3 and 20 rows: each map's outputs with the same bits where `exact` (every map a whole
+// over 1 to 40 rows: each map's outputs with the same bits where `exact` (every map a whole
 // number of the arranged layout's 32-row groups: the same kernels over the same rows), else
 // within `tolerance` of them (and within float rounding where products of several rows are
 // Eigen's, without AVX2 or switched off: its blocking depends on the matrix's size): a map of fewer than 32 rows alone is not arranged, and over
@@ -833,21 +833,23 @@ void check_stacked(const std::array<std::size_t, 3>& outputs, bool biased, bool 
         alone.emplace_back(in, outputs[i], biased);
         alone[i].load(src, names[i]);
     }
-    for (const std::size_t t : {1u, 3u, 20u}) {
+    for (const std::size_t t : {1u, 3u, 16u, 17u, 40u}) {  // one product up to together_rows_max rows, apart after
         Tensor<float, Extents<dyn, dyn>, Cpu> x(t, in);
         const std::vector<float> xs = random(t * in, 1.0f);
         std::copy(xs.begin(), xs.end(), x.data());
         Tensor<float, Extents<dyn>, Cpu> room(stacked.room_floats(t));
-        stacked(cpu, x, room.view());
+        std::array<Tensor<float, Extents<dyn, dyn>, Cpu>, 3> got{Tensor<float, Extents<dyn, dyn>, Cpu>(t, outputs[0]),
+                                                              Tensor<float, Extents<dyn, dyn>, Cpu>(t, outputs[1]),
+                                                              Tensor<float, Extents<dyn, dyn>, Cpu>(t, outputs[2])};
+        stacked(cpu, x, room.view(), got[0], got[1], got[2]);
         for (std::size_t i = 0; i < 3; ++i) {
-            Tensor<float, Extents<dyn, dyn>, Cpu> got(t, outputs[i]), want(t, outputs[i]);
-            stacked.take(cpu, room.view(), i, got);
+            Tensor<float, Extents<dyn, dyn>, Cpu> want(t, outputs[i]);
             alone[i](cpu, x, want);
             float worst = 0.0f;
             std::size_t differ = 0;
-            for (std::size_t e = 0; e < got.size(); ++e) {
-                worst = std::max(worst, std::abs(got.data()[e] - want.data()[e]));
-                differ += got.data()[e] != want.data()[e];
+            for (std::size_t e = 0; e < want.size(); ++e) {
+                worst = std::max(worst, std::abs(got[i].data()[e] - want.data()[e]));
+                differ += got[i].data()[e] != want.data()[e];
             }
             INFO(WeightFormat<W>::name << " map " << names[i] << " of " << outputs[i] << " outputs, " << t << " rows: "
                                        << differ << " differ, by up to " << worst);

@@ -81,11 +81,14 @@ concept HasPackedWeights = requires(B& b, MatrixView<const float, B> a, MatrixVi
 // Optional: weights stored as W rearranged in place, once, right after loading, into an order
 // of the backend's own that products of any number of rows read as it lies (no second copy;
 // B::ArrangedWeights<W> says whether it was, an empty one meaning the order as stored). The
-// tensor then holds that order: only gemm with the ArrangedWeights may read it.
+// tensor then holds that order: only gemm with the ArrangedWeights may read it. The order is
+// per group of B::arranged_rows rows (the rows after the last whole group as stored), so the
+// rows of whole groups are an arranged matrix of their own.
 template <class B, class W>
 concept ArrangesWeights = requires(B& b, MatrixView<const float, B> a, MatrixView<W, B> stored, MatrixView<const W, B> w,
                                    const typename B::template ArrangedWeights<W>& arranged, VectorView<const float, B> bias,
                                    MatrixView<float, B> c) {
+    { B::arranged_rows } -> std::convertible_to<std::size_t>;
     { b.arrange_weights(stored) } -> std::same_as<typename B::template ArrangedWeights<W>>;
     { arranged.empty() } -> std::convertible_to<bool>;
     b.gemm(a, w, arranged, bias, c);

@@ -102,6 +102,7 @@ public:
     // where the CPU has the instructions): cpu/arranged_weights.hpp says how and why.
     template <class W>
     using ArrangedWeights = cpu::Arrangement;
+    static constexpr std::size_t arranged_rows = cpu::arranged_rows;  // rows per arranged group
     template <class W>
         requires std::is_same_v<W, Q8_0> || std::is_same_v<W, Q4_0>
     cpu::Arrangement arrange_weights(MatrixView<W, Cpu> w) {

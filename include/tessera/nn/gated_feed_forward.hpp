@@ -30,9 +30,7 @@ struct GatedFeedForward {
     // least gate_up.room_floats(T) floats.
     template <class Backend, class X, class Hidden, class Room, class Out>
     void operator()(Backend& backend, const X& x, Hidden hidden, Hidden gated, Room room, Out&& out) const {
-        gate_up(backend, x, room);
-        gate_up.take(backend, room, 0, gated);
-        gate_up.take(backend, room, 1, hidden);
+        gate_up(backend, x, room, gated, hidden);
         silu_mul(backend, gated, hidden, hidden);
         down(backend, hidden, out);
     }

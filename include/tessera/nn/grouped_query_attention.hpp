@@ -74,20 +74,14 @@ struct GroupedQueryAttention {
     template <class Backend, class X, class Scratch, class Room, class Out>
     void operator()(Backend& backend, const X& x, std::span<const CacheRows<Cache>> seqs, Scratch q, Scratch att, Scratch k,
                     Scratch v, Room room, Out&& out) const {
-        qkv(backend, x, room);
-        qkv.take(backend, room, 0, q);
-        if (q_norm) (*q_norm)(backend, per_head(q), per_head(q));
-        for (const CacheRows<Cache>& s : seqs) rope(backend, split_heads<dyn, dyn>(q.rows(s.row, s.count), heads), s.first);
         append_keys_values(
-            backend, seqs, k, v,
-            [&](auto keys, auto values) {
-                qkv.take(backend, room, 1, keys);
-                qkv.take(backend, room, 2, values);
-            },
+            backend, seqs, k, v, [&](auto keys, auto values) { qkv(backend, x, room, q, keys, values); },
             [&](auto keys, std::size_t first) {
                 if (k_norm) (*k_norm)(backend, per_head(keys), per_head(keys));
                 rope(backend, split_heads<dyn, dyn>(keys, kv_heads), first);
             });
+        if (q_norm) (*q_norm)(backend, per_head(q), per_head(q));
+        for (const CacheRows<Cache>& s : seqs) rope(backend, split_heads<dyn, dyn>(q.rows(s.row, s.count), heads), s.first);
         attend_over_caches<dyn, dyn>(backend, seqs, q, att, heads);
         output(backend, att, out);
     }

@@ -1,26 +1,27 @@
 #pragma once
 // StackedLinear<B, W, N>: N linear maps of the same input (q, k and v; gate and up) as one
-// matrix, their rows stacked in order, so that a step makes one product where it made N. Why:
-// decode reads each weight once whatever the grouping, but each product of a thin layer also
-// pays a start (the threads handed their rows, the first lines fetched from memory) of about
-// 3-4 µs on a 2-core Zen 5, a fifth of a SmolLM2-135M Q4_0 layer's q, k and v (bench/RESULTS.md,
-// Issue #34, ninth part). Each output is computed from its own row alone, so stacking changes
-// no arithmetic but the order of threads.
+// matrix, their rows stacked in order when loaded, so that a decode step makes one product
+// where it made N. Why: decode reads each weight once whatever the grouping, but each product
+// of a thin layer also pays a start (the threads handed their rows, the first lines fetched
+// from memory) of about 3-4 µs on a 2-core Zen 5, a fifth of a SmolLM2-135M Q4_0 layer's q, k
+// and v (bench/RESULTS.md, Issue #34, ninth part). The product lands in a caller's scratch
+// (`room`), from which each map's columns are copied to where they belong (the queries, a
+// cache's keys, the gate); a prompt's rows run each map apart (together_rows_max). Each output
+// is computed from its own weight row alone, so stacking changes no arithmetic.
 //
-// The product lands in a caller's scratch (`room`); take() copies one map's outputs out of it
-// into where they belong (the queries, a cache's keys, the gate). In a KQuantMix model the maps
-// may be stored in different formats (a Q4_K_M file's v in Q6_K, q and k in Q4_K), so there
-// they stay N products, each into its own part of the room.
+// In a KQuantMix model the maps may be stored in different formats (a Q4_K_M file's v in Q6_K,
+// q and k in Q4_K): there they stay N products, each straight into its output.
 #include <array>    // std::array
 #include <cstddef>  // std::size_t
 #include <string>   // std::string
 #include <utility>  // std::index_sequence
 
+#include <tessera/backend/backend.hpp>      // ArrangesWeights, HasPackedWeights
 #include <tessera/core/tensor.hpp>          // MatrixView
 #include <tessera/core/weight_formats.hpp>  // KQuantMix
 #include <tessera/nn/linear.hpp>            // Linear
 #include <tessera/nn/parameter.hpp>         // WeightSource
-#include <tessera/ops/elementwise.hpp>      // copy_columns, copy
+#include <tessera/ops/elementwise.hpp>      // copy_columns
 
 namespace tessera {
 
@@ -45,8 +46,14 @@ struct StackedLinear {
     Linear<dyn, dyn, B, W> stacked;     // (sum of outputs, In)
     std::array<std::size_t, N> outputs;  // each map's
 
+    // Rows of x up to which the maps run as one product (decode, a batched step); more (a
+    // prompt) run each map over its own rows straight into its output where the arranged
+    // groups allow (maps_apart), as the product's output there (T x the sum of outputs) would
+    // pass through the cache twice more, copied out: 5-10% slower prompts on a 2-core Zen 3.
+    static constexpr std::size_t together_rows_max = 16;
+
     StackedLinear(std::size_t in, const std::array<std::size_t, N>& out, bool biased)
-        : stacked(in, detail::sum(out), biased), outputs(out) {}
+        : stacked(in, detail::sum(out), biased), outputs(out), first_(detail::starts(out)) {}
 
     // Floats of room a product over `rows` rows needs.
     std::size_t room_floats(std::size_t rows) const noexcept { return rows * stacked.out_features(); }
@@ -56,26 +63,42 @@ struct StackedLinear {
     }
     void prepare_batches(B& backend) { stacked.prepare_batches(backend); }
 
-    // Every map's outputs for x(T, In), into room's first room_floats(T) floats.
-    template <class Backend, TensorLike X, class Room>
-    void operator()(Backend& backend, const X& x, Room room) const {
-        stacked(backend, x, product(room, x.extent(0)));
-    }
-    // out(T, outputs[map]) = map `map`'s outputs of the last product into `room`.
-    template <class Backend, class Room, TensorLike Out>
-    void take(Backend& backend, Room room, std::size_t map, Out&& out) const {
-        copy_columns(backend, product(room, out.extent(0)), detail::starts(outputs)[map], out);
+    // outs[i](T, outputs[i]) = map i's outputs for x(T, In); room: at least room_floats(T) floats.
+    template <class Backend, TensorLike X, class Room, TensorLike... Out>
+        requires(sizeof...(Out) == N)
+    void operator()(Backend& backend, const X& x, Room room, Out&&... outs) const {
+        const std::size_t t = x.extent(0);
+        std::size_t i = 0;
+        if (t > together_rows_max && maps_apart()) {
+            ((stacked.rows_product(backend, x, first_[i], outputs[i], outs), ++i), ...);
+            return;
+        }
+        const MatrixView<float, B> all(room.data(), DynExtents<2>(t, stacked.out_features()));
+        stacked(backend, x, all);
+        ((copy_columns(backend, all, first_[i], outs), ++i), ...);
     }
 
 private:
-    template <class Room>
-    MatrixView<float, B> product(Room room, std::size_t rows) const {
-        return MatrixView<float, B>(room.data(), DynExtents<2>(rows, stacked.out_features()));
+    std::array<std::size_t, N> first_;  // where each map's rows start
+
+    // Whether each map's rows can be multiplied alone: where the backend arranged the weights,
+    // every map but the last a whole number of its groups (so each starts a group); where it
+    // keeps a packed copy instead, never (a map's rows of it are not at hand).
+    static constexpr bool arranged = ArrangesWeights<B, W>;
+    bool maps_apart() const noexcept {
+        if constexpr (arranged) {
+            for (std::size_t i = 0; i + 1 < N; ++i) {
+                if (outputs[i] % B::arranged_rows != 0) return false;
+            }
+            return true;
+        } else {
+            return !HasPackedWeights<B, W>;
+        }
     }
 };
 
 // In a KQuantMix model: N products, each map in the format its file stores it in (Linear's
-// KQuantMix specialization), map i's (T, outputs[i]) outputs contiguous in the room.
+// KQuantMix specialization), each straight into its output (no room used).
 template <class B, std::size_t N>
 struct StackedLinear<B, KQuantMix, N> {
     std::array<Linear<dyn, dyn, B, KQuantMix>, N> maps;
@@ -93,13 +116,11 @@ struct StackedLinear<B, KQuantMix, N> {
         for (auto& m : maps) m.prepare_batches(backend);
     }
 
-    template <class Backend, TensorLike X, class Room>
-    void operator()(Backend& backend, const X& x, Room room) const {
-        for (std::size_t i = 0; i < N; ++i) maps[i](backend, x, part(room, x.extent(0), i));
-    }
-    template <class Backend, class Room, TensorLike Out>
-    void take(Backend& backend, Room room, std::size_t map, Out&& out) const {
-        copy(backend, part(room, out.extent(0), map), out);
+    template <class Backend, TensorLike X, class Room, TensorLike... Out>
+        requires(sizeof...(Out) == N)
+    void operator()(Backend& backend, const X& x, Room, Out&&... outs) const {
+        std::size_t i = 0;
+        (maps[i++](backend, x, outs), ...);
     }
 
 private:
@@ -107,10 +128,6 @@ private:
     static std::array<Linear<dyn, dyn, B, KQuantMix>, N> make(std::size_t in, const std::array<std::size_t, N>& out, bool biased,
                                                               std::index_sequence<I...>) {
         return {Linear<dyn, dyn, B, KQuantMix>(in, out[I], biased)...};
-    }
-    template <class Room>
-    MatrixView<float, B> part(Room room, std::size_t rows, std::size_t map) const {
-        return MatrixView<float, B>(room.data() + rows * detail::starts(outputs)[map], DynExtents<2>(rows, outputs[map]));
     }
 };
 

@@ -10,8 +10,9 @@
 #include <tessera/tessera.hpp>
 
 namespace tessera::test {
+namespace {  // each unit's own copy, built with its own instruction set (an inline one is shared)
 
-inline double odr_product_error() {
+double odr_product_error() {
     constexpr std::size_t N = 37, K = 45;
     Cpu cpu(2);
     Tensor<float, Extents<N, K>, Cpu> w;
@@ -39,4 +40,5 @@ inline double odr_product_error() {
     return worst / largest;
 }
 
+}  // namespace
 }  // namespace tessera::test

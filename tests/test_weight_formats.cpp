@@ -17,6 +17,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <tessera/tessera.hpp>
@@ -855,6 +856,12 @@ void check_stacked(const std::array<std::size_t, 3>& outputs, bool biased, bool 
                                        << differ << " differ, by up to " << worst);
             if (exact && cpu::has_avx2()) CHECK(differ == 0);
             else CHECK(worst < std::max(tolerance, 1e-5f));  // portable: Eigen's GEMM blocks by the matrix's size
+        }
+        if constexpr (!std::is_same_v<W, KQuantMix>) {  // (which needs no room)
+            Tensor<float, Extents<dyn>, Cpu> small(stacked.room_floats(t) - 1);
+            if (t <= stacked.together_rows_max) {
+                CHECK_THROWS_WITH(stacked(cpu, x, small.view(), got[0], got[1], got[2]), Catch::Contains("StackedLinear: room for"));
+            }
         }
     }
 }

@@ -7,16 +7,19 @@
 // and v (bench/RESULTS.md, Issue #34, ninth part). The product lands in a caller's scratch
 // (`room`), from which each map's columns are copied to where they belong (the queries, a
 // cache's keys, the gate); a prompt's rows run each map apart (together_rows_max). Each output
-// is computed from its own weight row alone, so stacking changes no arithmetic.
+// is computed from its own weight row alone, so where every map is whole groups of the arranged
+// layout's rows stacking changes no arithmetic (a map of fewer rows alone may take another
+// kernel than its rows stacked do).
 //
 // In a KQuantMix model the maps may be stored in different formats (a Q4_K_M file's v in Q6_K,
 // q and k in Q4_K): there they stay N products, each straight into its output.
 #include <array>    // std::array
 #include <cstddef>  // std::size_t
-#include <string>   // std::string
+#include <string>   // std::string, std::to_string
 #include <utility>  // std::index_sequence
 
 #include <tessera/backend/backend.hpp>      // ArrangesWeights, HasPackedWeights
+#include <tessera/core/error.hpp>           // ShapeError
 #include <tessera/core/tensor.hpp>          // MatrixView
 #include <tessera/core/weight_formats.hpp>  // KQuantMix
 #include <tessera/nn/linear.hpp>            // Linear
@@ -49,7 +52,7 @@ struct StackedLinear {
     // Rows of x up to which the maps run as one product (decode, a batched step); more (a
     // prompt) run each map over its own rows straight into its output where the arranged
     // groups allow (maps_apart), as the product's output there (T x the sum of outputs) would
-    // pass through the cache twice more, copied out: 5-10% slower prompts on a 2-core Zen 3.
+    // pass through the cache twice more, copied out: prompts up to 20% slower on a 2-core Zen 3.
     static constexpr std::size_t together_rows_max = 16;
 
     StackedLinear(std::size_t in, const std::array<std::size_t, N>& out, bool biased)
@@ -73,6 +76,10 @@ struct StackedLinear {
             ((stacked.rows_product(backend, x, first_[i], outputs[i], outs), ++i), ...);
             return;
         }
+        if (room.size() < room_floats(t)) {
+            throw ShapeError("StackedLinear: room for " + std::to_string(room.size()) + " floats, a product over " +
+                             std::to_string(t) + " rows needs " + std::to_string(room_floats(t)));
+        }
         const MatrixView<float, B> all(room.data(), DynExtents<2>(t, stacked.out_features()));
         stacked(backend, x, all);
         ((copy_columns(backend, all, first_[i], outs), ++i), ...);
@@ -84,9 +91,8 @@ private:
     // Whether each map's rows can be multiplied alone: where the backend arranged the weights,
     // every map but the last a whole number of its groups (so each starts a group); where it
     // keeps a packed copy instead, never (a map's rows of it are not at hand).
-    static constexpr bool arranged = ArrangesWeights<B, W>;
     bool maps_apart() const noexcept {
-        if constexpr (arranged) {
+        if constexpr (ArrangesWeights<B, W>) {
             for (std::size_t i = 0; i + 1 < N; ++i) {
                 if (outputs[i] % B::arranged_rows != 0) return false;
             }

@@ -569,6 +569,12 @@ test('two servers behind HAProxy: the client is served by both, and by one when 
     const first = await Promise.all([...Array(8).keys()].map(ask));
     for (const r of first) assert.equal(r.object, 'chat.completion');
     const served = (server) => (server.log().match(/chatcmpl-\w+: status 200/g) ?? []).length;
+    // A server logs a request after answering it, and its log reaches this process later still
+    // (a CI run under load read 0 and 4 of 8): wait up to 5 s for `count` lines.
+    const logged = async (count) => {
+      for (let i = 0; i < 100 && served(a) + served(b) < count; ++i) await new Promise((r) => setTimeout(r, 50));
+    };
+    await logged(8);
     assert.ok(served(a) > 0 && served(b) > 0, `both servers answer: ${served(a)} and ${served(b)}`);
     assert.equal(served(a) + served(b), 8);
     // One replica leaves (SIGTERM): its /health says 503 at once, HAProxy stops sending it work.
@@ -577,9 +583,11 @@ test('two servers behind HAProxy: the client is served by both, and by one when 
     const before = served(b);
     const second = await Promise.all([...Array(8).keys()].map((i) => ask(i + 8)));
     assert.equal(second.length, 8);
+    await logged(before + served(a) + 8);
     assert.equal(served(b) - before, 8, 'the remaining server answers every request');
   } finally {
     proxy.kill('SIGTERM');
+    await a.stop();  // (already stopped unless a check above failed: then it would outlive the test)
     await b.stop();
     unlinkSync(config);
   }

@@ -20,10 +20,10 @@ namespace tessera {
 // queries and attention outputs are q_width wide (heads x head_dim: C in GPT-2), the keys and
 // values kv_width (fewer heads under grouped-query attention); `gated` adds a second
 // feed-forward buffer (a gated MLP's gate); `stacked_width` floats per row are room for the
-// products of stacked maps (StackedLinear: q, k and v; gate and up). The keys and values of a step over several
-// sequences, or into a bf16 cache (before they go to each one's cache), exist only once such a
-// step was reserved: a single sequence with an f32 cache gets them written straight into its
-// cache.
+// products of stacked maps (StackedLinear: q, k and v; gate and up). The keys and values of a
+// step over several sequences, or into a bf16 cache (before they go to each one's cache), exist
+// only once such a step was reserved: a single sequence with an f32 cache gets them written
+// straight into its cache.
 template <std::size_t C, std::size_t Inner, class B>
 struct BlockScratch {
     Tensor<float, Extents<dyn, C>, B> normed, delta;          // (cap, C)

@@ -90,7 +90,7 @@ struct Linear {
     // y(T, count) = x(T, In) · W[first, first + count)ᵀ + b[first, first + count): one map of
     // several stacked by load_stacked, over its own rows. On a backend that arranged W, `first`
     // must be a whole number of its groups of rows and so must `count` unless the rows end W
-    // (StackedLinear: arranged_rows_whole); a backend's packed copy is not used.
+    // (StackedLinear::maps_apart checks); a backend's packed copy is not used.
     template <class Backend, TensorLike X, TensorLike Y>
     void rows_product(Backend& backend, const X& x, std::size_t first, std::size_t count, Y&& y) const {
         const auto rows = weight.view().rows(first, count);

@@ -15,6 +15,7 @@
 // q and k in Q4_K): there they stay N products, each straight into its output.
 #include <array>    // std::array
 #include <cstddef>  // std::size_t
+#include <numeric>  // std::accumulate
 #include <string>   // std::string, std::to_string
 #include <utility>  // std::index_sequence
 
@@ -29,12 +30,6 @@
 namespace tessera {
 
 namespace detail {
-template <std::size_t N>
-std::size_t sum(const std::array<std::size_t, N>& a) {
-    std::size_t s = 0;
-    for (std::size_t x : a) s += x;
-    return s;
-}
 // Where each map's outputs start among the stacked outputs.
 template <std::size_t N>
 std::array<std::size_t, N> starts(const std::array<std::size_t, N>& outputs) {
@@ -56,7 +51,7 @@ struct StackedLinear {
     static constexpr std::size_t together_rows_max = 16;
 
     StackedLinear(std::size_t in, const std::array<std::size_t, N>& out, bool biased)
-        : stacked(in, detail::sum(out), biased), outputs(out), first_(detail::starts(out)) {}
+        : stacked(in, std::accumulate(out.begin(), out.end(), std::size_t{0}), biased), outputs(out), first_(detail::starts(out)) {}
 
     // Floats of room a product over `rows` rows needs.
     std::size_t room_floats(std::size_t rows) const noexcept { return rows * stacked.out_features(); }
@@ -113,7 +108,7 @@ struct StackedLinear<B, KQuantMix, N> {
     StackedLinear(std::size_t in, const std::array<std::size_t, N>& out, bool biased)
         : maps(make(in, out, biased, std::make_index_sequence<N>{})), outputs(out) {}
 
-    std::size_t room_floats(std::size_t rows) const noexcept { return rows * detail::sum(outputs); }
+    std::size_t room_floats(std::size_t rows) const noexcept { return rows * std::accumulate(outputs.begin(), outputs.end(), std::size_t{0}); }
 
     void load(const WeightSource<B>& src, const std::array<std::string, N>& names) {
         for (std::size_t i = 0; i < N; ++i) maps[i].load(src, names[i]);

@@ -1,10 +1,18 @@
-// Tensor and TensorView: ownership, row-major indexing, conversions, transfers, concepts.
+// Tensor and TensorView: ownership, row-major indexing, conversions, transfers, concepts; the
+// large-page heap under the CPU backend's buffers.
 #include <catch2/catch.hpp>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
 #include <numeric>
+#include <string>
 #include <type_traits>
 #include <vector>
 
 #include <tessera/tessera.hpp>
+
+#include "skip.hpp"
 
 using namespace tessera;
 
@@ -101,4 +109,57 @@ TEST_CASE("Cpu rejects zero threads", "[tensor]") {
     Cpu cpu(1);
     cpu.set_threads(3);
     CHECK(cpu.threads() == 3);
+}
+
+TEST_CASE("LargePageHeap hands out aligned, disjoint blocks and merges them when freed", "[tensor]") {
+    if (!cpu::large_pages_possible) return test::skip("large pages are not used in this build (AddressSanitizer, or not Linux)");
+    cpu::LargePageHeap heap;
+    constexpr std::size_t kb = 1024, mb = 1024 * kb, region = cpu::LargePageHeap::region;
+    const auto at = [](void* p) { return reinterpret_cast<std::uintptr_t>(p); };  // (Catch prints a char* as a string)
+    auto* a = static_cast<char*>(heap.allocate(100 * kb));
+    auto* b = static_cast<char*>(heap.allocate(3 * mb + 1));
+    auto* c = static_cast<char*>(heap.allocate(70 * kb));
+    CHECK(heap.mapped_bytes() == region);  // all three in the first region
+    for (char* p : {a, b, c}) CHECK(at(p) % 64 == 0);
+    CHECK(at(a) % cpu::LargePageHeap::page == 0);  // a region's start
+    CHECK(at(b) >= at(a) + 100 * kb);
+    CHECK(at(c) >= at(b) + 3 * mb + 1);
+    std::memset(a, 1, 100 * kb);
+    std::memset(b, 2, 3 * mb + 1);
+    std::memset(c, 3, 70 * kb);
+    CHECK(a[100 * kb - 1] == 1);
+    CHECK(c[0] == 3);
+    heap.deallocate(b, 3 * mb + 1);
+    CHECK(at(heap.allocate(mb)) == at(b));  // first fit: b's block, before c's
+    auto* big = static_cast<char*>(heap.allocate(100 * mb));  // more than a region: one of its own
+    CHECK(heap.mapped_bytes() == region + 2 * region);
+    std::memset(big, 4, 100 * mb);
+    CHECK(big[100 * mb - 1] == 4);
+    heap.deallocate(a, 100 * kb);
+    heap.deallocate(c, 70 * kb);
+    heap.deallocate(b, mb);
+    heap.allocate(region);  // the first region's blocks merged: a whole region's block needs no new one
+    CHECK(heap.mapped_bytes() == 3 * region);
+    heap.deallocate(big, 100 * mb);
+}
+
+TEST_CASE("Buffers from 64 KB on are in memory marked for 2 MB pages", "[tensor]") {
+    if (!cpu::large_pages_possible) return test::skip("large pages are not used in this build (AddressSanitizer, or not Linux)");
+    if (!std::ifstream("/sys/kernel/mm/transparent_hugepage/enabled")) return test::skip("this kernel has no transparent huge pages");
+    Tensor<float, Extents<dyn>, Cpu> weights(16 * 1024);  // 64 KB
+    // /proc/self/smaps: each mapping's range, then its fields; VmFlags "hg": madvise(MADV_HUGEPAGE).
+    std::ifstream smaps("/proc/self/smaps");
+    REQUIRE(smaps);
+    const auto address = reinterpret_cast<std::uintptr_t>(weights.data());
+    bool inside = false, found = false;
+    for (std::string line; std::getline(smaps, line);) {
+        std::uintptr_t begin = 0, end = 0;
+        if (std::sscanf(line.c_str(), "%lx-%lx ", &begin, &end) == 2) {
+            inside = begin <= address && address < end;
+        } else if (inside && line.rfind("VmFlags:", 0) == 0) {
+            found = true;
+            CHECK(line.find(" hg") != std::string::npos);
+        }
+    }
+    CHECK(found);
 }

@@ -1,9 +1,12 @@
 #pragma once
-// Zero-initialised host memory aligned to 64 bytes (one cache line, one AVX-512 register).
+// Zero-initialised host memory aligned to 64 bytes (one cache line, one AVX-512 register);
+// from 64 KB on, in 2 MB pages where the system gives them (large_pages.hpp says why).
 #include <algorithm>  // std::fill_n
 #include <cstddef>    // std::size_t
 #include <new>        // operator new, std::align_val_t
 #include <utility>    // std::exchange
+
+#include <tessera/backend/cpu/large_pages.hpp>  // LargePageHeap
 
 namespace tessera::cpu {
 
@@ -15,7 +18,8 @@ public:
     AlignedBuffer() noexcept = default;
     explicit AlignedBuffer(std::size_t n) : size_(n) {
         if (n == 0) return;
-        data_ = static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t{alignment}));
+        data_ = static_cast<T*>(in_large_pages(n) ? LargePageHeap::instance().allocate(n * sizeof(T))
+                                                  : ::operator new(n * sizeof(T), std::align_val_t{alignment}));
         std::fill_n(data_, n, T{});
     }
     AlignedBuffer(AlignedBuffer&& other) noexcept
@@ -37,8 +41,11 @@ public:
     std::size_t size() const noexcept { return size_; }
 
 private:
+    static bool in_large_pages(std::size_t n) noexcept { return LargePageHeap::takes(n * sizeof(T)); }
     void release() noexcept {
-        if (data_ != nullptr) ::operator delete(data_, std::align_val_t{alignment});
+        if (data_ == nullptr) return;
+        if (in_large_pages(size_)) LargePageHeap::instance().deallocate(data_, size_ * sizeof(T));
+        else ::operator delete(data_, std::align_val_t{alignment});
         data_ = nullptr;
     }
 

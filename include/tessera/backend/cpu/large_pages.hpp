@@ -7,7 +7,8 @@
 // a boundary the hardware prefetchers do not cross, so a thin matrix is read at a fraction of
 // the bandwidth a large one gets. A 2 MB page covers many of them. A buffer of its own cannot
 // give a matrix under 2 MB a large page, so they are carved from shared regions of 64 MB
-// (first fit, freed blocks merged with their neighbours; regions are kept for reuse).
+// (first fit, freed blocks merged with their neighbours, their whole pages given back to the
+// system; regions stay mapped for reuse).
 // Under AddressSanitizer (or off Linux) buffers come from operator new, so that ASan sees
 // every one.
 #include <cstddef>  // std::size_t
@@ -127,7 +128,9 @@ private:
 #endif
     }
 
-    // Returns [p, p + bytes) to the free blocks, merged with the free blocks it touches.
+    // Returns [p, p + bytes) to the free blocks, merged with the free blocks it touches, and the
+    // whole 2 MB pages inside the merged block to the system (a model unloaded leaves no
+    // resident memory behind; reused, the pages fault in again, zeroed).
     void release(char* p, std::size_t bytes) {
         auto next = free_.lower_bound(p);
         if (next != free_.end() && p + bytes == next->first) {
@@ -137,11 +140,16 @@ private:
         if (next != free_.begin()) {
             const auto previous = std::prev(next);
             if (previous->first + previous->second == p) {
-                previous->second += bytes;
-                return;
+                p = previous->first;
+                bytes += previous->second;
+                next = free_.erase(previous);
             }
         }
         free_.emplace_hint(next, p, bytes);
+#if defined(__linux__)
+        const auto first = round_up(reinterpret_cast<std::uintptr_t>(p), page), last = (reinterpret_cast<std::uintptr_t>(p) + bytes) / page * page;
+        if (first < last) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+#endif
     }
 
     std::mutex mutex_;

@@ -51,8 +51,8 @@ public:
     static constexpr std::size_t min_bytes = std::size_t{64} << 10;
 
     // Whether a buffer of `bytes` comes from the heap: large enough, and the heap not turned off
-    // (TESSERA_LARGE_PAGES=0 in the environment, read once: for comparing, or where memory is
-    // scarce: a region's pages are kept once touched).
+    // (TESSERA_LARGE_PAGES=0 in the environment, read once: for comparing, or where a buffer's
+    // last, partly used 2 MB page matters).
     static bool takes(std::size_t bytes) noexcept {
         static const bool off = [] {
             const char* e = std::getenv("TESSERA_LARGE_PAGES");
@@ -105,7 +105,10 @@ public:
 
     void deallocate(void* pointer, std::size_t bytes) noexcept {
         std::lock_guard lock(mutex_);
-        release(static_cast<char*>(pointer), round_up(bytes, alignment));
+        try {
+            release(static_cast<char*>(pointer), round_up(bytes, alignment));
+        } catch (const std::bad_alloc&) {  // no room to record the block: it stays unused
+        }
     }
 
 private:

@@ -146,6 +146,52 @@ TEST_CASE("add and gelu match the reference", "[cpu][elementwise]") {
     for (std::size_t i = 0; i < n; ++i) REQUIRE(a.data()[i] == out.data()[i]);
 }
 
+// The greedy pick against the plain scan it replaced (the lowest index of the largest value; -1
+// for a NaN or +infinity anywhere, or nothing above -infinity), at every kernel level this
+// registration runs (the blocks' vector maxima, the portable loop): lengths around the vector
+// width and the 1,024-value blocks, ties within and across blocks, -0 beside +0, and one NaN or
+// +infinity at each place a vector's lanes or a block's tail could miss it.
+TEST_CASE("argmax_rows equals the first maximum of a plain scan", "[cpu][argmax]") {
+    const auto scan = [](const std::vector<float>& x) {
+        std::int32_t best = -1;
+        float top = -INFINITY;
+        for (std::size_t i = 0; i < x.size(); ++i) {
+            if (std::isnan(x[i]) || x[i] == INFINITY) return -1;
+            if (x[i] > top) top = x[i], best = static_cast<std::int32_t>(i);
+        }
+        return best;
+    };
+    const auto argmax = [](const std::vector<float>& x) {
+        Cpu cpu(1);
+        std::int32_t id = -2;
+        cpu.argmax_rows(MatrixView<const float, Cpu>(x.data(), DynExtents<2>(1, x.size())), std::span<std::int32_t>(&id, 1));
+        return id;
+    };
+    for (const std::size_t n : {1u, 15u, 16u, 63u, 64u, 65u, 1023u, 1024u, 1025u, 3000u, 49152u}) {
+        INFO("n = " << n);
+        std::vector<float> x = random_values(n, static_cast<unsigned>(n));
+        CHECK(argmax(x) == scan(x));
+        // Small integers: many ties, the first of them wins, in whichever block it lies.
+        for (std::size_t i = 0; i < n; ++i) x[i] = std::round(x[i] * 2.0f);
+        CHECK(argmax(x) == scan(x));
+        for (float& v : x) v = -INFINITY;
+        CHECK(argmax(x) == -1);
+        x[n - 1] = -0.0f;
+        x[n / 2] = 0.0f;
+        CHECK(argmax(x) == scan(x));
+        for (const std::size_t at : {std::size_t{0}, n / 3, n - 1}) {
+            INFO("fault at " << at);
+            std::vector<float> y = random_values(n, 3);
+            y[at] = NAN;
+            CHECK(argmax(y) == -1);
+            y[at] = INFINITY;
+            CHECK(argmax(y) == -1);
+            y[at] = -INFINITY;
+            CHECK(argmax(y) == scan(y));
+        }
+    }
+}
+
 TEST_CASE("add rejects shapes that differ but hold as many elements", "[cpu][elementwise]") {
     Cpu cpu(1);
     Tensor<float, Extents<dyn, dyn>, Cpu> a(2, 6), b(3, 4), out(2, 6);

@@ -26,14 +26,16 @@
 # Environment: TESSERA_BUILD (default build), THREADS (2), ROUNDS (3), PP (16,64,512), TG (128),
 # FORMATS (f32 bf16 q8_0 q4_0), CTX (bench_gpt2's --ctx-size for a Llama-family file, whose KV
 # cache is allocated for its whole context: e.g. 4608; llama-bench sizes its own), DEPTH
-# (llama-bench's -d and bench_gpt2's --depth: pp and tg after that many positions in the cache).
+# (llama-bench's -d and bench_gpt2's --depth: pp and tg after that many positions in the cache),
+# KV (bench_gpt2's --kv-cache: f32, its default, bf16 or q8_0; llama-bench keeps its default f16
+# cache, the size of bf16).
 # BATCH=1,2,4,8,16 measures aggregate decode instead: that many sequences decoded together, each
 # after a 16-token prompt, TG steps (tessera's bench_gpt2 --batch against llama-batched-bench's
 # S_TG); it writes batched.csv and batched.svg (bench/plot_batched.py) into WORK_DIR.
 set -euo pipefail
 
 if [[ $# -lt 2 ]]; then
-    sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
 fi
 llama_dir=$1
@@ -49,6 +51,7 @@ batch=${BATCH:-}
 depth=${DEPTH:-0}
 tessera_ctx=()
 [[ -z ${CTX:-} ]] || tessera_ctx=(--ctx-size "$CTX")
+[[ -z ${KV:-} ]] || tessera_ctx+=(--kv-cache "$KV")
 
 llama_bench=$llama_dir/build/bin/llama-bench
 llama_quantize=$llama_dir/build/bin/llama-quantize

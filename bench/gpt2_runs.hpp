@@ -1,16 +1,20 @@
 #pragma once
 // The two timed runs of the end-to-end GPT-2 benchmarks (bench_gpt2, bench_gpt2_cuda),
 // llama-bench style: pp = prefill of an n-token prompt (at a depth: after that many positions);
-// tg = decode steps after a 1-token prompt (at a depth: after that many), greedy, each step's logits on the host before the next (tg_argmax: the greedy token
-// found by the model instead); tg_batched = the same for
-// several sequences decoded together (llama-batched-bench's S_TG). Wall-clock seconds.
+// tg = decode steps after a 1-token prompt (at a depth: after that many), greedy, each step's
+// logits on the host before the next, the token picked as greedy generation picks it on the CPU
+// (cpu::argmax_row; tg_argmax: the greedy token found by the model instead); tg_batched = the
+// same for several sequences decoded together (llama-batched-bench's S_TG). Wall-clock seconds.
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <vector>
 
+#include <tessera/backend/cpu/argmax.hpp>
+#include <tessera/core/error.hpp>
 #include <tessera/core/token_id.hpp>
 #include <tessera/models/sequence.hpp>
 
@@ -19,6 +23,13 @@ namespace tessera::bench {
 template <class Model>
 struct Gpt2Runs {
     Model& model;
+
+    // The greedy token of one row of logits; a NaN or infinite logit ends the run (no honest pick).
+    static TokenId greedy(std::span<const float> logits) {
+        const std::int32_t id = cpu::argmax_row(logits.data(), logits.size());
+        if (id < 0) throw Error("bench: the model's logits hold NaN or infinity; no greedy token to time");
+        return static_cast<TokenId>(id);
+    }
 
     // n (at most n_ctx) arbitrary ids spread over the vocabulary.
     std::vector<TokenId> prompt_of(std::size_t n) const {
@@ -42,8 +53,7 @@ struct Gpt2Runs {
         auto logits = model.prefill(prompt_of(prompt));
         const auto t0 = std::chrono::steady_clock::now();
         for (std::size_t i = 0; i < steps; ++i) {
-            const auto next = std::max_element(logits.begin(), logits.end()) - logits.begin();
-            logits = model.decode(static_cast<TokenId>(next));
+            logits = model.decode(greedy(logits));
         }
         return seconds_since(t0);
     }
@@ -74,7 +84,7 @@ struct Gpt2Runs {
         for (std::size_t i = 0; i < steps; ++i) {
             for (std::size_t s = 0; s < next.size(); ++s) {
                 const auto row = logits.subspan(s * v, v);
-                next[s] = static_cast<TokenId>(std::max_element(row.begin(), row.end()) - row.begin());
+                next[s] = greedy(row);
                 batch[s].tokens = std::span<const TokenId>(&next[s], 1);
             }
             logits = model.step(batch);

@@ -11,10 +11,12 @@
 #include <benchmark/benchmark.h>
 
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -181,6 +183,19 @@ void BM_Gelu(benchmark::State& state) {
     });
 }
 
+// The greedy pick over one row of `vocab` logits (argmax_rows), as each greedy decode step runs
+// it on the calling thread: SmolLM2's 49,152, Llama 3's 128,256 and Qwen2.5's 151,936.
+void BM_Argmax(benchmark::State& state) {
+    const auto vocab = static_cast<std::size_t>(state.range(0));
+    Vector logits(vocab);
+    fill(logits.data(), vocab);
+    std::int32_t id = 0;
+    run_and_report(state, 4.0 * vocab, 2.0 * vocab, [&] {
+        g_cpu->argmax_rows(MatrixView<const float, Cpu>(logits.data(), DynExtents<2>(1, vocab)), std::span<std::int32_t>(&id, 1));
+        benchmark::DoNotOptimize(id);
+    });
+}
+
 // One decode step's attention `keys` positions deep: one query of `heads` heads over keys and
 // values of `kv_heads` heads (grouped-query attention), f32 (kv 0), bf16 (1) or Q8_0 (2), as a
 // KV cache holds them; bytes: the cache read once.
@@ -259,6 +274,8 @@ BENCHMARK(BM_DecodeAttention)
 BENCHMARK(BM_LayerNorm)->ArgNames({"tokens", "C"})->Args({1, 768})->Args({512, 768})->UseManualTime();
 
 BENCHMARK(BM_Gelu)->ArgNames({"n"})->Arg(3072)->Arg(512 * 3072)->UseManualTime();
+
+BENCHMARK(BM_Argmax)->ArgNames({"vocab"})->Arg(49152)->Arg(128256)->Arg(151936)->UseManualTime();
 
 }  // namespace
 

@@ -130,6 +130,9 @@ inline float dot(const W* w, const float*, const QuantizedRow& x, std::size_t k)
 // f(0), ..., f(N-1) with compile-time indices, as avx512::unrolled, but compiled for this
 // region's target: GCC inlines a function only into one whose target includes its own, so
 // the VNNI lambdas would become calls inside avx512::unrolled, and the tiles' registers memory.
+// The tiles' fixed loops (rows, panels, the groups of a block) go through it, not through a
+// plain `for`: GCC 12 unrolls such a loop over 2 or 4 only at -O3, and at -O2 its sums stay
+// in memory (a program built at -O2 decoded Q8_0 1.29x and Q4_0 1.2x slower; bench/RESULTS.md).
 template <std::size_t N, class F>
 inline void unrolled(F&& f) {
     [&]<std::size_t... I>(std::index_sequence<I...>) { (f(std::integral_constant<std::size_t, I>{}), ...); }
@@ -483,9 +486,9 @@ inline void packed_tile(const std::int8_t* aq, const float* ad, const std::int32
     for (std::size_t b = 0; b < blocks; ++b) {
         __m512i sums[T][2][halves];  // [row][panel][half]
         unrolled<T>([&](auto t) {
-            for (std::size_t h = 0; h < halves; ++h) sums[t][0][h] = sums[t][1][h] = _mm512_set1_epi32(aoff[(b * halves + h) * packed_rows + t]);
+            unrolled<halves>([&](auto h) { sums[t][0][h] = sums[t][1][h] = _mm512_set1_epi32(aoff[(b * halves + h) * packed_rows + t]); });
         });
-        for (std::size_t j = 0; j < 4; ++j) {
+        unrolled<4>([&](auto j) {
             const GroupPair wp[2] = {w.groups(b, 0, j), w.groups(b, 1, j)};
             const std::int8_t* low = aq + (b * 8 + j) * 16;  // activation groups j and j + 4
             const std::int8_t* high = low + 4 * 16;
@@ -494,15 +497,15 @@ inline void packed_tile(const std::int8_t* aq, const float* ad, const std::int32
                 std::memcpy(&four_low, low + t * 4, 4);
                 std::memcpy(&four_high, high + t * 4, 4);
                 const __m512i x_low = _mm512_set1_epi32(four_low), x_high = _mm512_set1_epi32(four_high);
-                for (std::size_t p = 0; p < 2; ++p) {
+                unrolled<2>([&](auto p) {
                     sums[t][p][0] = _mm512_dpbusd_epi32(sums[t][p][0], wp[p].low, x_low);
                     sums[t][p][halves - 1] = _mm512_dpbusd_epi32(sums[t][p][halves - 1], wp[p].high, x_high);
-                }
+                });
             });
-        }
+        });
         unrolled<T>([&](auto t) {
             const __m512 da = _mm512_set1_ps(ad[b * packed_rows + t]);
-            for (std::size_t p = 0; p < 2; ++p) {
+            unrolled<2>([&](auto p) {
                 if constexpr (halves == 1) {
                     acc[t][p] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[t][p][0]), _mm512_mul_ps(w.scales(b, p), da), acc[t][p]);
                 } else {
@@ -510,7 +513,7 @@ inline void packed_tile(const std::int8_t* aq, const float* ad, const std::int32
                                                         _mm512_mul_ps(_mm512_cvtepi32_ps(sums[t][p][0]), w.scales(b, p, 0)));
                     acc[t][p] = _mm512_fmadd_ps(both, da, acc[t][p]);
                 }
-            }
+            });
         });
     }
     const auto lanes = [](std::size_t n) { return static_cast<__mmask16>(n >= 16 ? 0xffffu : (1u << n) - 1u); };
@@ -538,27 +541,27 @@ inline void packed_row(const std::int8_t* aq, const float* ad, const std::int32_
         __m512i sums[G][2][2];  // [group][panel][groups j, groups j + 4]
         const __m512i offset = _mm512_set1_epi32(aoff[b * packed_rows]);
         unrolled<G>([&](auto g) {
-            for (std::size_t p = 0; p < 2; ++p) sums[g][p][0] = offset, sums[g][p][1] = _mm512_setzero_si512();
+            unrolled<2>([&](auto p) { sums[g][p][0] = offset, sums[g][p][1] = _mm512_setzero_si512(); });
         });
-        for (std::size_t j = 0; j < 4; ++j) {
+        unrolled<4>([&](auto j) {
             std::int32_t four_low, four_high;
             std::memcpy(&four_low, aq + (b * 8 + j) * 16, 4);
             std::memcpy(&four_high, aq + (b * 8 + j + 4) * 16, 4);
             const __m512i x_low = _mm512_set1_epi32(four_low), x_high = _mm512_set1_epi32(four_high);
             unrolled<G>([&](auto g) {
-                for (std::size_t p = 0; p < 2; ++p) {
+                unrolled<2>([&](auto p) {
                     const GroupPair wp = w[g].groups(b, p, j);
                     sums[g][p][0] = _mm512_dpbusd_epi32(sums[g][p][0], wp.low, x_low);
                     sums[g][p][1] = _mm512_dpbusd_epi32(sums[g][p][1], wp.high, x_high);
-                }
+                });
             });
-        }
+        });
         const __m512 da = _mm512_set1_ps(ad[b * packed_rows]);
         unrolled<G>([&](auto g) {
-            for (std::size_t p = 0; p < 2; ++p) {
+            unrolled<2>([&](auto p) {
                 const __m512i sum = _mm512_add_epi32(sums[g][p][0], sums[g][p][1]);
                 acc[g][p] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(w[g].scales(b, p), da), acc[g][p]);
-            }
+            });
         });
     }
     unrolled<G>([&](auto g) {

@@ -3,9 +3,8 @@
 //
 // The row is read in blocks of 1,024: each block's maximum comes from vector code (AVX-512 or
 // AVX2, picked at run time as the other kernels are; the portable loop elsewhere), and only
-// the first block holding the row's maximum is searched for its index. A scalar loop that
-// tracks the index as it goes took ~60 µs for a 49,152-logit row, a few percent of a
-// SmolLM2-135M decode step; the blocks take 2-6 µs (bench/RESULTS.md).
+// the first block holding the row's maximum is searched for its index: a scan that tracks the
+// index as it goes cannot be vectorised (bench/RESULTS.md, issue #34's eleventh part).
 #include <algorithm>  // std::min, std::max
 #include <cmath>      // std::isnan, INFINITY
 #include <cstddef>    // std::size_t

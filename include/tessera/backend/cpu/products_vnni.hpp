@@ -131,8 +131,7 @@ inline float dot(const W* w, const float*, const QuantizedRow& x, std::size_t k)
 // region's target: GCC inlines a function only into one whose target includes its own, so
 // the VNNI lambdas would become calls inside avx512::unrolled, and the tiles' registers memory.
 // The tiles' fixed loops (rows, panels, the groups of a block) go through it, not through a
-// plain `for`: GCC 12 unrolls such a loop over 2 or 4 only at -O3, and at -O2 its sums stay
-// in memory (a program built at -O2 decoded Q8_0 1.29x and Q4_0 1.2x slower; bench/RESULTS.md).
+// plain `for`, which GCC 12 unrolls only at -O3: at -O2 the sums would stay in memory.
 template <std::size_t N, class F>
 inline void unrolled(F&& f) {
     [&]<std::size_t... I>(std::index_sequence<I...>) { (f(std::integral_constant<std::size_t, I>{}), ...); }
